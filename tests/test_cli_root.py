@@ -1,0 +1,27 @@
+from typer.testing import CliRunner
+
+from seatrial import Verdict, __version__
+from seatrial.cli.app import app
+from seatrial.cli.common import parse_int_list
+from seatrial.errors import ConfigError
+
+
+def test_version_prints_package_version() -> None:
+    result = CliRunner().invoke(app, ["version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == __version__
+
+
+def test_parse_int_list_rejects_garbage() -> None:
+    assert parse_int_list("1, 2,4", "--concurrency") == [1, 2, 4]
+    try:
+        parse_int_list("1,x", "--concurrency")
+    except ConfigError as exc:
+        assert "'x'" in str(exc)
+    else:
+        raise AssertionError("expected ConfigError")
+
+
+def test_verdict_ok_words() -> None:
+    assert Verdict.PASS.ok and Verdict.UNAVAILABLE.ok
+    assert not Verdict.FAIL.ok and not Verdict.INCONCLUSIVE.ok
