@@ -31,10 +31,10 @@ def version() -> None:
 # One import per capability; each module defines ``register(app)`` and adds its command(s).
 # Keep this list sorted; add a line, never edit another's.
 from seatrial.cli import (  # noqa: E402
-    _placeholder,
+    bench,
 )
 
-for _module in (_placeholder,):
+for _module in (bench,):
     _module.register(app)
 
 

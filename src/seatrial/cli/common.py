@@ -13,7 +13,8 @@ from seatrial.errors import ConfigError, SeatrialError
 from seatrial.jsonio import write_json
 
 console = Console(stderr=True)
-out = Console()
+# Tables stay readable when stdout is a file or a pipe (CI logs, evidence files).
+out = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def run_cli(app: typer.Typer) -> None:

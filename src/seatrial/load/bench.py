@@ -1,0 +1,186 @@
+"""``seatrial bench``: for each load level, warm up, then measure with the server's metrics joined."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import aiohttp
+import numpy as np
+
+from seatrial.errors import ServerError
+from seatrial.load.client import Endpoint, send
+from seatrial.load.config import BenchConfig
+from seatrial.load.metrics import level_metrics
+from seatrial.load.records import RequestRecord
+from seatrial.load.scheduler import Delivery, LevelPlan, run_level
+from seatrial.load.tokenize import LocalTokenizer, ServerTokenizer, TokenCounter
+from seatrial.load.validity import invalid_reasons, prompt_mismatches
+from seatrial.load.workloads import build_specs
+from seatrial.report.runfolder import RunFolder
+from seatrial.server.scrape import Sample, Scraper, summarize
+
+
+class Progress(Protocol):
+    def level_start(self, label: str, total: int) -> None: ...
+    def record(self, rec: RequestRecord) -> None: ...
+    def level_end(self, summary: dict[str, Any]) -> None: ...
+
+
+class NoProgress:
+    def level_start(self, label: str, total: int) -> None: ...
+    def record(self, rec: RequestRecord) -> None: ...
+    def level_end(self, summary: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class Session:
+    """What a load run needs to talk to one server: HTTP session, endpoint, tokenizer."""
+
+    http: aiohttp.ClientSession
+    endpoint: Endpoint
+    tokenizer: TokenCounter
+    metrics_url: str
+    model: str
+
+
+def auth_headers(env_name: str) -> dict[str, str]:
+    key = os.environ.get(env_name)
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+async def discover_model(http: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> str:
+    try:
+        async with http.get(f"{url}/v1/models", headers=headers) as resp:
+            if resp.status != 200:
+                raise ServerError(f"{url}/v1/models answered HTTP {resp.status}")
+            data = await resp.json()
+    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        raise ServerError(f"cannot reach {url}: {type(exc).__name__}: {exc}") from exc
+    models = [m.get("id") for m in data.get("data", []) if isinstance(m, dict)]
+    if not models:
+        raise ServerError(f"{url}/v1/models lists no model; pass --model")
+    return str(models[0])
+
+
+def new_http(timeout_s: float, stall_timeout_s: float) -> aiohttp.ClientSession:
+    timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=stall_timeout_s, sock_connect=10)
+    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=60)
+    return aiohttp.ClientSession(timeout=timeout, connector=connector, raise_for_status=False)
+
+
+async def open_session(cfg: BenchConfig, http: aiohttp.ClientSession) -> Session:
+    t = cfg.target
+    headers = auth_headers(t.api_key_env)
+    model = t.model or await discover_model(http, t.url, headers)
+    tok: TokenCounter = (
+        LocalTokenizer(t.tokenizer) if t.tokenizer else ServerTokenizer(http, t.url, model, headers)
+    )
+    ep = Endpoint(t.url, model, t.endpoint, headers)
+    return Session(http, ep, tok, t.resolved_metrics_url, model)
+
+
+@dataclass
+class LevelOutcome:
+    summary: dict[str, Any]
+    records: list[RequestRecord] = field(default_factory=list)
+
+
+async def measure_level(
+    s: Session, cfg: BenchConfig, plan: LevelPlan, index: int, folder: RunFolder | None, progress: Progress
+) -> LevelOutcome:
+    """Warm-up (excluded) then the measured requests of one level, with ``/metrics`` scraped throughout."""
+    load, wl = cfg.load, cfg.workload
+    label = f"C={plan.concurrency}" if plan.rate is None else f"rate={plan.rate:g}/s"
+
+    def keep(rec: RequestRecord) -> None:
+        if folder:
+            folder.add_request(rec.to_json())
+        progress.record(rec)
+
+    async def sender(spec: Any, rec: RequestRecord) -> RequestRecord:
+        return await send(s.http, s.endpoint, spec, rec)
+
+    if load.warmup:
+        warm = await build_specs(wl, s.tokenizer, load.warmup, salt=2 * index)
+        progress.level_start(f"{label} warm-up", len(warm))
+        await run_level(warm, plan, "warmup", f"L{index}-warm", sender, keep)
+    specs = await build_specs(wl, s.tokenizer, load.requests, salt=2 * index + 1)
+
+    def on_sample(sample: Sample) -> None:
+        if folder:
+            folder.add_metrics(
+                {"t_s": sample.t_s, "level": index, "concurrency": plan.concurrency, **sample.values}
+            )
+
+    scraper = Scraper(s.http, s.metrics_url, load.scrape_interval_s, on_sample)
+    progress.level_start(label, len(specs))
+    await scraper.start()
+    try:
+        records, delivery = await run_level(specs, plan, "measure", f"L{index}", sender, keep)
+    finally:
+        await scraper.stop()
+    summary = level_summary(records, delivery, cfg, plan, summarize(scraper.samples, scraper.failures))
+    progress.level_end(summary)
+    return LevelOutcome(summary, records)
+
+
+def level_summary(
+    records: list[RequestRecord],
+    delivery: Delivery,
+    cfg: BenchConfig,
+    plan: LevelPlan,
+    server: dict[str, Any],
+) -> dict[str, Any]:
+    reasons = invalid_reasons(records, delivery, cfg.load, plan.concurrency, plan.rate is None)
+    lags = [r.lag_ms for r in records]
+    return {
+        "concurrency": plan.concurrency,
+        "rate": plan.rate,
+        **level_metrics(records),
+        "server": server,
+        "delivery": {
+            "mean_in_flight": delivery.mean_in_flight,
+            "dispatch_window_s": delivery.window_s,
+            "lag_ms_p99": float(np.percentile(lags, 99)) if lags else None,
+        },
+        "prompt_token_mismatches": prompt_mismatches(records),
+        "valid": not reasons,
+        "invalid_reasons": reasons,
+    }
+
+
+def level_plans(cfg: BenchConfig) -> list[LevelPlan]:
+    load = cfg.load
+    if load.rate is not None:
+        cap = load.max_concurrency or load.requests
+        return [LevelPlan(cap, load.rate, load.arrival, cfg.workload.seed)]
+    return [LevelPlan(c) for c in load.concurrency]
+
+
+async def run_bench(
+    cfg: BenchConfig, folder: RunFolder | None = None, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Every level of ``cfg``; returns ``{"levels": [...], ...}`` and writes it to the run folder."""
+    progress = progress or NoProgress()
+    levels: list[dict[str, Any]] = []
+    result: dict[str, Any] = {"levels": levels}
+    async with new_http(cfg.load.timeout_s, cfg.load.stall_timeout_s) as http:
+        s = await open_session(cfg, http)
+        result.update(model=s.model, endpoint=cfg.target.endpoint, workload=cfg.workload.name)
+        try:
+            for index, plan in enumerate(level_plans(cfg)):
+                levels.append((await measure_level(s, cfg, plan, index, folder, progress)).summary)
+                if folder:
+                    folder.write_summary(result)
+        except asyncio.CancelledError:
+            result["interrupted"] = True
+            if folder:
+                folder.write_summary(result)
+            raise
+    result["valid"] = all(level["valid"] for level in levels)
+    if folder:
+        folder.write_summary(result)
+    return result

@@ -1,0 +1,132 @@
+"""Streaming OpenAI-compatible client. One call, one record; every failure becomes the record's error."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from seatrial.load.records import RequestRecord
+from seatrial.load.sse import Chunk, MalformedStream, is_done, parse_data_line
+from seatrial.load.workloads import RequestSpec
+
+NS_PER_MS = 1_000_000
+
+
+@dataclass
+class Endpoint:
+    """Where requests go; ``headers`` may hold an Authorization header and is never written anywhere."""
+
+    base_url: str
+    model: str
+    kind: str  # "completions" | "chat"
+    headers: dict[str, str]
+    continuous_usage: bool = True
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/v1/{'chat/completions' if self.kind == 'chat' else 'completions'}"
+
+    def payload(self, spec: RequestSpec) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "max_tokens": spec.output_len, "stream": True}
+        if self.kind == "chat":
+            msgs = (
+                spec.prompt if isinstance(spec.prompt, list) else [{"role": "user", "content": spec.prompt}]
+            )
+            body["messages"] = msgs
+        else:
+            body["prompt"] = spec.prompt if isinstance(spec.prompt, str) else spec.prompt[-1]["content"]
+        body["stream_options"] = {"include_usage": True, "continuous_usage_stats": self.continuous_usage}
+        if spec.ignore_eos:
+            body["ignore_eos"] = True
+        return body
+
+
+class _Timing:
+    """Accumulates chunk arrival times into TTFT and per-token ITL."""
+
+    def __init__(self, rec: RequestRecord, t0: int) -> None:
+        self.rec, self.t0 = rec, t0
+        self.last_ns: int | None = None
+        self.tokens_seen = 0
+        self.usage_tokens: int | None = None
+
+    def on_chunk(self, chunk: Chunk, now: int) -> None:
+        if chunk.prompt_tokens is not None:
+            self.rec.prompt_tokens = chunk.prompt_tokens
+        if chunk.finish_reason:
+            self.rec.finish_reason = chunk.finish_reason
+        n = self._tokens_in(chunk)
+        if n <= 0:
+            return
+        if self.last_ns is None:
+            self.rec.ttft_ms = (now - self.t0) / NS_PER_MS
+        else:
+            gap_ms = (now - self.last_ns) / NS_PER_MS
+            self.rec.itl_ms.extend([gap_ms / n] * n if n > 1 else [gap_ms])
+        self.last_ns = now
+        self.rec.chunks += 1
+        self.tokens_seen += n
+
+    def _tokens_in(self, chunk: Chunk) -> int:
+        if chunk.completion_tokens is not None:
+            prev = self.usage_tokens or 0
+            self.usage_tokens = chunk.completion_tokens
+            # A usage-only chunk (no choices) repeats the total: it carries no new token.
+            return chunk.completion_tokens - prev if chunk.has_choice else 0
+        return 1 if chunk.has_choice and chunk.text else 0
+
+    def finish(self, end_ns: int) -> None:
+        rec = self.rec
+        rec.e2e_ms = (end_ns - self.t0) / NS_PER_MS
+        if self.last_ns is not None:
+            rec.last_token_ms = (self.last_ns - self.t0) / NS_PER_MS
+        rec.output_tokens = self.usage_tokens if self.usage_tokens is not None else self.tokens_seen
+
+
+async def send(
+    session: aiohttp.ClientSession, ep: Endpoint, spec: RequestSpec, rec: RequestRecord
+) -> RequestRecord:
+    """Send ``spec``, stream the answer into ``rec``. Never raises except for cancellation."""
+    headers = {**ep.headers, "X-Request-Id": rec.request_id}
+    rec.send_ns = t0 = time.perf_counter_ns()
+    timing = _Timing(rec, t0)
+    try:
+        async with session.post(ep.url, json=ep.payload(spec), headers=headers) as resp:
+            rec.status = resp.status
+            if resp.status != 200:
+                body = (await resp.read())[:300].decode(errors="replace")
+                rec.error = f"HTTP {resp.status}: {body}"
+                return rec
+            done = await _consume(resp, timing)
+            timing.finish(time.perf_counter_ns())
+            if not done:
+                rec.error = "stream ended before [DONE]"
+            elif timing.last_ns is None:
+                rec.error = "stream carried no output token"
+    except MalformedStream as exc:
+        rec.error = str(exc)
+    except asyncio.TimeoutError:
+        rec.error = "timeout: no data within the stall or total timeout"
+    except aiohttp.ClientError as exc:
+        rec.error = f"{type(exc).__name__}: {exc}"
+    except (OSError, ValueError) as exc:  # ValueError: aiohttp's line-too-long
+        rec.error = f"{type(exc).__name__}: {exc}"
+    if rec.error and rec.e2e_ms is None:
+        rec.e2e_ms = (time.perf_counter_ns() - t0) / NS_PER_MS
+    return rec
+
+
+async def _consume(resp: aiohttp.ClientResponse, timing: _Timing) -> bool:
+    """Read SSE lines until ``[DONE]``; True when the stream completed properly."""
+    async for line in resp.content:
+        now = time.perf_counter_ns()
+        if is_done(line):
+            return True
+        chunk = parse_data_line(line)
+        if chunk is not None:
+            timing.on_chunk(chunk, now)
+    return False

@@ -1,0 +1,64 @@
+"""One record per request: what was asked, what came back, and when. A failed request is a record."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Phase = Literal["warmup", "measure"]
+
+
+@dataclass
+class RequestRecord:
+    """Timing of one streamed request.
+
+    Times are milliseconds relative to ``send_ns`` (``time.perf_counter_ns`` when the request was sent):
+    ``ttft_ms`` to the first chunk carrying output, ``last_token_ms`` to the last such chunk, ``e2e_ms``
+    to the end of the stream. ``itl_ms[i]`` is the gap before content chunk i+1 divided by the number of
+    tokens that chunk carried (from the server's continuous usage when it reports it, else 1).
+    ``scheduled_ms`` is when the scheduler wanted to send it, relative to the level start, and
+    ``sent_ms`` when it actually went out; their difference is client lag.
+    """
+
+    request_id: str
+    phase: Phase
+    concurrency: int
+    expected_output_tokens: int | None = None
+    expected_prompt_tokens: int | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    ttft_ms: float | None = None
+    last_token_ms: float | None = None
+    e2e_ms: float | None = None
+    itl_ms: list[float] = field(default_factory=list)
+    chunks: int = 0
+    scheduled_ms: float = 0.0
+    sent_ms: float = 0.0
+    status: int | None = None
+    error: str | None = None
+    kind: str = "default"
+    finish_reason: str | None = None
+    send_ns: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def tpot_ms(self) -> float | None:
+        """(last token − first token) / (output_tokens − 1); undefined for fewer than 2 tokens."""
+        if not self.ok or self.ttft_ms is None or self.last_token_ms is None:
+            return None
+        if not self.output_tokens or self.output_tokens < 2:
+            return None
+        return (self.last_token_ms - self.ttft_ms) / (self.output_tokens - 1)
+
+    @property
+    def lag_ms(self) -> float:
+        return self.sent_ms - self.scheduled_ms
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("send_ns")
+        data["tpot_ms"] = self.tpot_ms
+        return data

@@ -1,0 +1,145 @@
+"""Offer load without knowing HTTP: a closed loop of C users, or open-loop arrivals (Poisson or constant).
+
+The scheduler hands each request spec to ``send(spec, record)`` and reports every finished record to
+``on_record`` the moment it completes. It also measures how truly the load was delivered: the
+time-weighted number of requests in flight, and the lag between when a request should have gone
+out and when it did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from seatrial.load.records import Phase, RequestRecord
+from seatrial.load.workloads import RequestSpec
+
+SendFn = Callable[[RequestSpec, RequestRecord], Awaitable[RequestRecord]]
+RecordFn = Callable[[RequestRecord], None]
+
+
+@dataclass
+class Delivery:
+    """How the offered load was delivered during the dispatch window (first send to last send)."""
+
+    window_s: float = 0.0
+    mean_in_flight: float = 0.0
+    dispatched: int = 0
+    _events: list[tuple[int, int]] = field(default_factory=list, repr=False)
+
+    def mark(self, delta: int) -> None:
+        self._events.append((time.perf_counter_ns(), delta))
+
+    def close(self, last_dispatch_ns: int) -> None:
+        """Time-weighted mean of in-flight requests between the first and the last dispatch."""
+        events = sorted(self._events)
+        if not events:
+            return
+        start, level, area = events[0][0], 0, 0.0
+        prev = start
+        for t, delta in events:
+            if t > last_dispatch_ns:
+                break
+            area += level * (t - prev)
+            level, prev = level + delta, t
+        area += level * max(0, last_dispatch_ns - prev)
+        span = last_dispatch_ns - start
+        self.window_s = span / 1e9
+        self.mean_in_flight = area / span if span > 0 else float(level)
+
+
+@dataclass
+class LevelPlan:
+    """One measured level: ``concurrency`` users in a closed loop, or arrivals at ``rate`` per second."""
+
+    concurrency: int
+    rate: float | None = None
+    arrival: str = "poisson"
+    seed: int = 0
+
+
+def arrival_offsets_s(n: int, rate: float, arrival: str, seed: int) -> list[float]:
+    """Send times in seconds from the level start: exponential gaps (Poisson) or 1/rate (constant)."""
+    rng = random.Random(seed)
+    t, out = 0.0, []
+    for _ in range(n):
+        out.append(t)
+        t += rng.expovariate(rate) if arrival == "poisson" else 1.0 / rate
+    return out
+
+
+async def run_level(
+    specs: list[RequestSpec], plan: LevelPlan, phase: Phase, id_prefix: str, send: SendFn, on_record: RecordFn
+) -> tuple[list[RequestRecord], Delivery]:
+    """Send every spec under ``plan``; return the records in completion order and the delivery stats."""
+    delivery, records = Delivery(), []
+    t0 = time.perf_counter_ns()
+    last_dispatch = [t0]
+
+    async def one(i: int, scheduled_ns: int) -> None:
+        spec = specs[i]
+        rec = RequestRecord(
+            request_id=f"{id_prefix}-{i:05d}",
+            phase=phase,
+            concurrency=plan.concurrency,
+            expected_output_tokens=spec.output_len if spec.ignore_eos else None,
+            expected_prompt_tokens=spec.expected_prompt_tokens,
+            kind=spec.kind,
+            scheduled_ms=(scheduled_ns - t0) / 1e6,
+        )
+        now = time.perf_counter_ns()
+        rec.sent_ms = (now - t0) / 1e6
+        last_dispatch[0] = max(last_dispatch[0], now)
+        delivery.mark(+1)
+        try:
+            await send(spec, rec)
+        except asyncio.CancelledError:
+            rec.error = "interrupted"
+            raise
+        finally:
+            delivery.mark(-1)
+            records.append(rec)
+            on_record(rec)
+
+    if plan.rate is None:
+        await _closed_loop(len(specs), plan.concurrency, one)
+    else:
+        await _open_loop(len(specs), plan, t0, one)
+    delivery.dispatched = len(records)
+    delivery.close(last_dispatch[0])
+    return records, delivery
+
+
+async def _closed_loop(n: int, users: int, one: Callable[[int, int], Awaitable[None]]) -> None:
+    counter = iter(range(n))
+
+    async def user() -> None:
+        ready = time.perf_counter_ns()
+        for i in counter:
+            await one(i, ready)
+            ready = time.perf_counter_ns()
+
+    await asyncio.gather(*(user() for _ in range(min(users, n))))
+
+
+async def _open_loop(n: int, plan: LevelPlan, t0: int, one: Callable[[int, int], Awaitable[None]]) -> None:
+    assert plan.rate is not None
+    cap = asyncio.Semaphore(plan.concurrency)
+    tasks = []
+
+    async def gated(i: int, due: int) -> None:
+        # Waiting for a free slot under --max-concurrency is intended back-pressure, not client lag.
+        capped = cap.locked()
+        async with cap:
+            await one(i, max(due, time.perf_counter_ns()) if capped else due)
+
+    for i, offset in enumerate(arrival_offsets_s(n, plan.rate, plan.arrival, plan.seed)):
+        due = t0 + int(offset * 1e9)
+        delay = (due - time.perf_counter_ns()) / 1e9
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(gated(i, due)))
+    await asyncio.gather(*tasks)

@@ -1,0 +1,103 @@
+"""Count and build prompts in the *server's* tokens: its ``/tokenize`` and ``/detokenize`` endpoints
+(vLLM, SGLang, llama.cpp), or a local ``tokenizer.json`` given with ``--tokenizer``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import aiohttp
+
+from seatrial.errors import ConfigError, ServerError
+
+
+class TokenCounter(Protocol):
+    async def encode(self, text: str) -> list[int]: ...
+    async def count(self, text: str) -> int: ...
+    async def decode(self, ids: list[int]) -> str: ...
+
+
+class LocalTokenizer:
+    """A Hugging Face ``tokenizer.json`` read with the ``tokenizers`` library (extra ``seatrial[tokenizer]``)."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - depends on the extra
+            raise ConfigError(
+                "--tokenizer needs the 'tokenizers' package: pip install 'seatrial[tokenizer]'"
+            ) from exc
+        file = path / "tokenizer.json" if path.is_dir() else path
+        if not file.is_file():
+            raise ConfigError(f"--tokenizer: no tokenizer.json at {path}")
+        self._tok = Tokenizer.from_file(str(file))
+
+    async def encode(self, text: str) -> list[int]:
+        return list(self._tok.encode(text, add_special_tokens=False).ids)
+
+    async def count(self, text: str) -> int:
+        return len(self._tok.encode(text, add_special_tokens=True).ids)
+
+    async def decode(self, ids: list[int]) -> str:
+        return str(self._tok.decode(ids, skip_special_tokens=False))
+
+
+class ServerTokenizer:
+    """The server's own tokenizer over HTTP. Counts exclude special tokens the server would add."""
+
+    def __init__(self, session: aiohttp.ClientSession, url: str, model: str, headers: dict[str, str]) -> None:
+        self._session, self._url, self._model, self._headers = session, url, model, headers
+
+    async def _post(self, path: str, payload: dict[str, object]) -> dict[str, object]:
+        async with self._session.post(f"{self._url}{path}", json=payload, headers=self._headers) as resp:
+            if resp.status != 200:
+                body = (await resp.text())[:200]
+                raise ServerError(
+                    f"{path} answered HTTP {resp.status}: {body}; pass --tokenizer PATH instead"
+                )
+            data: dict[str, object] = await resp.json()
+            return data
+
+    async def _tokens(self, text: str, special: bool) -> list[int]:
+        payload = {"model": self._model, "prompt": text, "add_special_tokens": special}
+        tokens = (await self._post("/tokenize", payload)).get("tokens")
+        if not isinstance(tokens, list):
+            raise ServerError("/tokenize returned no 'tokens' list")
+        return [int(t) for t in tokens]
+
+    async def encode(self, text: str) -> list[int]:
+        return await self._tokens(text, special=False)
+
+    async def count(self, text: str) -> int:
+        return len(await self._tokens(text, special=True))
+
+    async def decode(self, ids: list[int]) -> str:
+        data = await self._post("/detokenize", {"model": self._model, "tokens": ids})
+        return str(data.get("prompt", ""))
+
+    async def count_chat(self, messages: list[dict[str, str]]) -> int | None:
+        """Prompt tokens of a chat request after the server's template, when the server can say."""
+        payload = {"model": self._model, "messages": messages, "add_generation_prompt": True}
+        try:
+            data = await self._post("/tokenize", payload)
+        except ServerError:
+            return None
+        count = data.get("count")
+        return int(count) if isinstance(count, int) else None
+
+
+async def exact_text(tok: TokenCounter, pool: list[int], start: int, n: int, max_iter: int = 8) -> str:
+    """Text that the server counts as exactly ``n`` prompt tokens, cut from ``pool`` at ``start``.
+
+    Decoding ids and re-encoding the text can merge or split tokens at the cut, so the window is
+    adjusted until the round trip gives ``n``.
+    """
+    want, got = n, -1
+    for _ in range(max_iter):
+        ids = [pool[(start + i) % len(pool)] for i in range(want)]
+        text = await tok.decode(ids)
+        got = await tok.count(text)
+        if got == n:
+            return text
+        want = max(1, want + (n - got))
+    raise ServerError(f"could not build a prompt of exactly {n} tokens (last try gave {got})")

@@ -1,0 +1,80 @@
+"""Scrape an engine's ``/metrics`` during a level; keep every sample and summarize the level."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from seatrial.server.prom import COUNTERS, GAUGES, parse_metrics
+
+
+@dataclass
+class Sample:
+    t_s: float  # seconds since the Unix epoch
+    values: dict[str, float]
+
+
+@dataclass
+class Scraper:
+    """Polls ``url`` every ``interval_s`` while running; failures are counted, never raised."""
+
+    session: aiohttp.ClientSession
+    url: str
+    interval_s: float = 0.5
+    on_sample: Callable[[Sample], None] | None = None
+    samples: list[Sample] = field(default_factory=list)
+    failures: int = 0
+    last_error: str | None = None
+    _task: asyncio.Task[None] | None = None
+
+    async def scrape_once(self) -> Sample | None:
+        try:
+            timeout = aiohttp.ClientTimeout(total=max(2.0, self.interval_s * 4))
+            async with self.session.get(self.url, timeout=timeout) as resp:
+                if resp.status != 200:
+                    raise aiohttp.ClientResponseError(resp.request_info, (), status=resp.status)
+                text = await resp.text()
+            sample = Sample(time.time(), parse_metrics(text))
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
+            self.failures += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            return None
+        self.samples.append(sample)
+        if self.on_sample:
+            self.on_sample(sample)
+        return sample
+
+    async def _loop(self) -> None:
+        while True:
+            started = time.perf_counter()
+            await self.scrape_once()
+            await asyncio.sleep(max(0.0, self.interval_s - (time.perf_counter() - started)))
+
+    async def start(self) -> None:
+        await self.scrape_once()  # a baseline for counter deltas
+        self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.scrape_once()  # the closing value for counter deltas
+
+
+def summarize(samples: list[Sample], failures: int = 0) -> dict[str, Any]:
+    """Per-level server view: maxima of gauges, deltas of counters (None where the engine lacks them)."""
+    out: dict[str, Any] = {"samples": len(samples), "scrape_failures": failures}
+    for g in GAUGES:
+        vals = [s.values[g] for s in samples if g in s.values]
+        out[f"{g}_max"] = max(vals) if vals else None
+    for c in COUNTERS:
+        vals = [s.values[c] for s in samples if c in s.values]
+        out[c] = (vals[-1] - vals[0]) if len(vals) >= 2 else None
+    return out

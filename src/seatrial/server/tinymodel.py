@@ -1,0 +1,134 @@
+"""Write a tiny Llama-style model directory (config + tokenizer, no weights) for ``--load-format dummy``.
+
+Run by the *engine's* Python (it has ``tokenizers``), so this file imports nothing from seatrial:
+
+    ENGINE_PYTHON tinymodel.py OUT_DIR
+
+The tokenizer is a byte-level BPE trained in-process on generated text; vLLM loads it through
+``PreTrainedTokenizerFast``. head_dim is 64 because vLLM's CPU attention rejects 16.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+VOCAB_SIZE = 2048
+WORDS = [
+    "the",
+    "model",
+    "server",
+    "request",
+    "token",
+    "cache",
+    "prefix",
+    "decode",
+    "prefill",
+    "latency",
+    "throughput",
+    "queue",
+    "batch",
+    "kernel",
+    "memory",
+    "tensor",
+    "layer",
+    "attention",
+    "expert",
+    "scale",
+    "shard",
+    "weight",
+    "value",
+    "python",
+    "rust",
+    "go",
+    "java",
+    "write",
+    "function",
+    "test",
+    "class",
+    "parse",
+    "sort",
+    "list",
+    "map",
+    "tree",
+    "graph",
+    "string",
+    "number",
+    "file",
+    "read",
+    "loop",
+]
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def corpus(lines: int = 4000, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 24))) for _ in range(lines)]
+
+
+def write_tokenizer(out: Path) -> int:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    special = ["<|endoftext|>", "<|user|>", "<|assistant|>", "<|system|>"]
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(corpus(), trainer=trainer)
+    tok.save(str(out / "tokenizer.json"))
+    cfg = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "eos_token": "<|endoftext|>",
+        "bos_token": None,
+        "unk_token": None,
+        "model_max_length": 8192,
+        "chat_template": CHAT_TEMPLATE,
+    }
+    (out / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2))
+    eos = tok.token_to_id("<|endoftext|>")
+    assert eos is not None
+    return int(eos)
+
+
+def write_config(out: Path, eos_id: int, max_len: int) -> None:
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 256,
+        "intermediate_size": 512,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 64,
+        "vocab_size": VOCAB_SIZE,
+        "max_position_embeddings": max_len,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "bos_token_id": eos_id,
+        "eos_token_id": eos_id,
+    }
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[1])
+    max_len = int(argv[2]) if len(argv) > 2 else 8192
+    out.mkdir(parents=True, exist_ok=True)
+    eos_id = write_tokenizer(out)
+    write_config(out, eos_id, max_len)
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
