@@ -59,6 +59,8 @@ class _Timing:
             self.rec.prompt_tokens = chunk.prompt_tokens
         if chunk.finish_reason:
             self.rec.finish_reason = chunk.finish_reason
+        if self.rec.response_id is None and chunk.response_id:
+            self.rec.response_id = chunk.response_id
         n = self._tokens_in(chunk)
         if n <= 0:
             return

@@ -38,6 +38,7 @@ class RequestRecord:
     error: str | None = None
     kind: str = "default"
     finish_reason: str | None = None
+    response_id: str | None = None  # the server's id for the request (vLLM: cmpl-<X-Request-Id>)
     send_ns: int = 0
 
     @property

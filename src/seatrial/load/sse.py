@@ -21,6 +21,7 @@ class Chunk:
     prompt_tokens: int | None
     finish_reason: str | None
     has_choice: bool
+    response_id: str | None = None
 
 
 def parse_data_line(line: bytes) -> Chunk | None:
@@ -67,6 +68,7 @@ def _chunk(data: dict[str, Any]) -> Chunk:
         prompt_tokens=usage.get("prompt_tokens"),
         finish_reason=finish,
         has_choice=bool(choices),
+        response_id=data.get("id"),
     )
 
 

@@ -1,0 +1,207 @@
+"""A synthetic OpenAI-compatible token server: exact timing, chosen faults, real Prometheus metrics.
+
+It exists to test the load client where a real engine cannot be made to misbehave on purpose, and to
+measure the client's own timing error: every chunk it sends is stamped with ``perf_counter_ns`` (a
+system-wide monotonic clock on Linux), kept per ``X-Request-Id`` and served at ``GET /stamps``.
+
+Tokenizer: words ``w<id>`` separated by spaces, so ``/tokenize`` and ``/detokenize`` round-trip exactly.
+Faults (``fault`` for every ``fault_every``-th request): ``http500``, ``http429``, ``die`` (connection
+dropped mid-stream), ``stall`` (stops sending, holds the connection), ``malformed`` (a non-JSON data
+line), ``no_done`` (stream closes without ``[DONE]``), ``short`` (stops early with finish_reason stop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+FAULTS = ("none", "http500", "http429", "die", "stall", "malformed", "no_done", "short")
+
+
+@dataclass
+class SyntheticConfig:
+    itl_s: float = 0.005
+    ttft_s: float = 0.01
+    fault: str = "none"
+    fault_every: int = 1
+    fault_after_tokens: int = 3
+    max_running: int = 1_000_000
+    model: str = "synthetic"
+
+
+@dataclass
+class _State:
+    cfg: SyntheticConfig
+    counter: itertools.count[int] = field(default_factory=itertools.count)
+    stamps: dict[str, list[int]] = field(default_factory=dict)
+    running: int = 0
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.g_running = Gauge("vllm:num_requests_running", "running", registry=r)
+        self.g_waiting = Gauge("vllm:num_requests_waiting", "waiting", registry=r)
+        self.g_kv = Gauge("vllm:kv_cache_usage_perc", "kv", registry=r)
+        self.c_prompt = Counter("vllm:prompt_tokens", "prompt", registry=r)
+        self.c_gen = Counter("vllm:generation_tokens", "gen", registry=r)
+        self.c_q = Counter("vllm:prefix_cache_queries", "q", registry=r)
+        self.c_h = Counter("vllm:prefix_cache_hits", "h", registry=r)
+        self.c_pre = Counter("vllm:num_preemptions", "p", registry=r)
+
+
+STATE: web.AppKey[_State] = web.AppKey("state", _State)
+
+
+def _count(text: Any) -> int:
+    if isinstance(text, list):
+        text = " ".join(m.get("content", "") for m in text if isinstance(m, dict))
+    return len(str(text).split())
+
+
+def _chunk(rid: str, n_done: int, prompt: int, chat: bool, finish: str | None, tok: int) -> bytes:
+    choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
+    if chat:
+        choice["delta"] = {"content": f" w{tok}"}
+    else:
+        choice["text"] = f" w{tok}"
+    usage = {"prompt_tokens": prompt, "completion_tokens": n_done, "total_tokens": prompt + n_done}
+    return b"data: " + orjson.dumps({"id": rid, "choices": [choice], "usage": usage}) + b"\n\n"
+
+
+async def _completions(request: web.Request) -> web.StreamResponse:
+    st: _State = request.app[STATE]
+    cfg, body = st.cfg, await request.json()
+    rid = request.headers.get("X-Request-Id", f"req-{next(st.counter)}")
+    index = len(st.stamps)
+    st.stamps[rid] = []
+    fault = cfg.fault if cfg.fault != "none" and index % cfg.fault_every == 0 else "none"
+    if fault in ("http500", "http429"):
+        return web.json_response({"error": {"message": f"synthetic {fault}"}}, status=int(fault[4:]))
+    chat = "messages" in body
+    prompt = _count(body.get("messages") or body.get("prompt", ""))
+    n_out = int(body.get("max_tokens") or 16)
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+    st.running += 1
+    st.g_running.set(st.running)
+    st.c_prompt.inc(prompt)
+    st.c_q.inc(prompt)
+    try:
+        await _stream(request, resp, rid, fault, prompt, n_out, chat)
+    finally:
+        st.running -= 1
+        st.g_running.set(st.running)
+    return resp
+
+
+async def _stream(
+    request: web.Request, resp: web.StreamResponse, rid: str, fault: str, prompt: int, n: int, chat: bool
+) -> None:
+    st: _State = request.app[STATE]
+    cfg = st.cfg
+    await asyncio.sleep(cfg.ttft_s)
+    start = time.perf_counter_ns()
+    for i in range(1, n + 1):
+        if fault != "none" and i > cfg.fault_after_tokens:
+            if fault == "die":
+                assert request.transport is not None
+                request.transport.abort()
+                return
+            if fault == "stall":
+                await asyncio.sleep(3600)
+            if fault == "malformed":
+                await resp.write(b"data: {not json\n\n")
+                return
+            break  # no_done and short stop sending tokens here
+        due = start + int((i - 1) * cfg.itl_s * 1e9)
+        delay = (due - time.perf_counter_ns()) / 1e9
+        if delay > 0:
+            await asyncio.sleep(delay)
+        st.stamps[rid].append(time.perf_counter_ns())
+        await resp.write(_chunk(rid, i, prompt, chat, "length" if i == n else None, i))
+        st.c_gen.inc()
+    if fault != "no_done":
+        await resp.write(b"data: [DONE]\n\n")
+
+
+async def _tokenize(request: web.Request) -> web.Response:
+    body = await request.json()
+    words = str(body.get("prompt", "")).split()
+    tokens = [int(w[1:]) if w.startswith("w") and w[1:].isdigit() else 0 for w in words]
+    return web.json_response({"count": len(tokens), "tokens": tokens, "max_model_len": 1 << 20})
+
+
+async def _detokenize(request: web.Request) -> web.Response:
+    body = await request.json()
+    return web.json_response({"prompt": " ".join(f"w{int(t)}" for t in body.get("tokens", []))})
+
+
+async def _models(request: web.Request) -> web.Response:
+    return web.json_response({"object": "list", "data": [{"id": request.app[STATE].cfg.model}]})
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    return web.Response(body=generate_latest(request.app[STATE].registry), content_type="text/plain")
+
+
+async def _stamps(request: web.Request) -> web.Response:
+    return web.Response(body=orjson.dumps(request.app[STATE].stamps), content_type="application/json")
+
+
+async def _health(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+def make_app(cfg: SyntheticConfig) -> web.Application:
+    app = web.Application()
+    app[STATE] = _State(cfg)
+    app.router.add_post("/v1/completions", _completions)
+    app.router.add_post("/v1/chat/completions", _completions)
+    app.router.add_post("/tokenize", _tokenize)
+    app.router.add_post("/detokenize", _detokenize)
+    app.router.add_get("/v1/models", _models)
+    app.router.add_get("/metrics", _metrics)
+    app.router.add_get("/stamps", _stamps)
+    app.router.add_get("/health", _health)
+    return app
+
+
+class ThreadedServer:
+    """Runs the synthetic server on its own event loop in a thread (for tests)."""
+
+    def __init__(self, cfg: SyntheticConfig, port: int = 0) -> None:
+        self.cfg, self._port = cfg, port
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.url = ""
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        runner = web.AppRunner(make_app(self.cfg), access_log=None)
+        self._loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", self._port)
+        self._loop.run_until_complete(site.start())
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        self._runner = runner
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(runner.cleanup())
+
+    def __enter__(self) -> ThreadedServer:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)

