@@ -123,12 +123,20 @@ async def send(
 
 
 async def _consume(resp: aiohttp.ClientResponse, timing: _Timing) -> bool:
-    """Read SSE lines until ``[DONE]``; True when the stream completed properly."""
-    async for line in resp.content:
+    """Read SSE events as the bytes arrive; True when the stream completed with ``[DONE]``.
+
+    Every event in one network read arrived at the same instant, so they share one timestamp,
+    taken before any parsing.
+    """
+    buf = b""
+    async for data in resp.content.iter_any():
         now = time.perf_counter_ns()
-        if is_done(line):
-            return True
-        chunk = parse_data_line(line)
-        if chunk is not None:
-            timing.on_chunk(chunk, now)
-    return False
+        buf += data
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            if is_done(line):
+                return True
+            chunk = parse_data_line(line)
+            if chunk is not None:
+                timing.on_chunk(chunk, now)
+    return is_done(buf)

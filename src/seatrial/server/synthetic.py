@@ -205,3 +205,24 @@ class ThreadedServer:
     def __exit__(self, *exc: object) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m seatrial.server.synthetic --port P --itl-ms 20 [--fault F --fault-every K]``"""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--itl-ms", type=float, default=5.0)
+    ap.add_argument("--ttft-ms", type=float, default=10.0)
+    ap.add_argument("--fault", choices=FAULTS, default="none")
+    ap.add_argument("--fault-every", type=int, default=1)
+    a = ap.parse_args(argv)
+    cfg = SyntheticConfig(
+        itl_s=a.itl_ms / 1e3, ttft_s=a.ttft_ms / 1e3, fault=a.fault, fault_every=a.fault_every
+    )
+    web.run_app(make_app(cfg), host="127.0.0.1", port=a.port, access_log=None, print=None)
+
+
+if __name__ == "__main__":
+    main()

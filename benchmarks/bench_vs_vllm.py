@@ -1,0 +1,130 @@
+"""seatrial bench beside vLLM's own benchmark client on the same real vLLM server and workload.
+
+Workload: random, 256 prompt tokens, 64 output tokens with ignore_eos, closed loop at C = 1, 4, 16.
+For each C the two clients alternate (vLLM first, then seatrial) for --reps rounds; each figure is the
+mean over rounds of that client's median. Prints the ratio seatrial / vLLM for median TTFT, median
+TPOT and output tok/s. Target: each ratio within 0.95-1.05, or a stated definition difference.
+
+    .venv/bin/python benchmarks/bench_vs_vllm.py [--url URL] [--reps 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from _engine import vllm_server
+
+from seatrial.server.engine import engine_python
+
+VLLM_DRIVER = """
+import argparse, json, sys
+from vllm.benchmarks.serve import add_cli_args, main
+parser = argparse.ArgumentParser()
+add_cli_args(parser)
+args = parser.parse_args(sys.argv[2:])
+result = main(args)
+keep = ("median_ttft_ms", "median_tpot_ms", "median_itl_ms", "output_throughput", "completed")
+json.dump({k: result.get(k) for k in keep}, open(sys.argv[1], "w"))
+"""
+
+
+def run_vllm(url: str, tokenizer: Path, c: int, n: int, out: Path) -> dict[str, float]:
+    args = [
+        "--backend",
+        "openai",
+        "--base-url",
+        url,
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        "tiny",
+        "--tokenizer",
+        str(tokenizer),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "256",
+        "--random-output-len",
+        "64",
+        "--ignore-eos",
+        "--num-prompts",
+        str(n),
+        "--max-concurrency",
+        str(c),
+        "--request-rate",
+        "inf",
+        "--num-warmups",
+        "2",
+        "--disable-tqdm",
+        "--seed",
+        str(c),
+    ]
+    subprocess.run(
+        [str(engine_python()), "-c", VLLM_DRIVER, str(out), *args], check=True, capture_output=True
+    )
+    r = json.loads(out.read_text())
+    return {"ttft": r["median_ttft_ms"], "tpot": r["median_tpot_ms"], "tok_s": r["output_throughput"]}
+
+
+def run_seatrial(url: str, c: int, n: int, out: Path) -> dict[str, float]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "seatrial.cli.app",
+        "bench",
+        "--url",
+        url,
+        "--workload",
+        "random",
+        "--input-len",
+        "256",
+        "--output-len",
+        "64",
+        "--concurrency",
+        str(c),
+        "--requests",
+        str(n),
+        "--warmup",
+        "2",
+        "--json",
+        str(out),
+        "--allow-invalid",
+        "--seed",
+        str(c),
+    ]
+    subprocess.run(cmd, check=True, capture_output=True)
+    lv = json.loads(out.read_text())["levels"][0]
+    return {"ttft": lv["ttft_ms"]["p50"], "tpot": lv["tpot_ms"]["p50"], "tok_s": lv["output_tok_s"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url")
+    ap.add_argument("--tokenizer", type=Path)
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--levels", default="1,4,16")
+    opts = ap.parse_args()
+    with vllm_server(opts.url, max_num_seqs=64) as (url, model), tempfile.TemporaryDirectory() as tmp:
+        tokenizer = opts.tokenizer or model
+        assert tokenizer is not None, "--tokenizer is needed with --url"
+        print(f"{'C':>3} {'metric':<6} {'vllm':>10} {'seatrial':>10} {'ratio':>7}")
+        for c in [int(x) for x in opts.levels.split(",")]:
+            n = max(32, 8 * c)
+            runs: dict[str, list[dict[str, float]]] = {"vllm": [], "seatrial": []}
+            for rep in range(opts.reps):
+                runs["vllm"].append(run_vllm(url, tokenizer, c, n, Path(tmp) / f"v{c}-{rep}.json"))
+                runs["seatrial"].append(run_seatrial(url, c, n, Path(tmp) / f"s{c}-{rep}.json"))
+            for metric in ("ttft", "tpot", "tok_s"):
+                v = statistics.fmean(r[metric] for r in runs["vllm"])
+                s = statistics.fmean(r[metric] for r in runs["seatrial"])
+                print(f"{c:>3} {metric:<6} {v:>10.2f} {s:>10.2f} {s / v:>7.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""Client timing error: client-measured ITL against the server's own send stamps, seatrial vs vLLM's client.
+
+A synthetic token server (its own process) streams tokens every --itl-ms and stamps each chunk with
+``perf_counter_ns`` (CLOCK_MONOTONIC, shared by all processes on Linux). For N concurrent streams each
+client (its own process) measures the gaps between chunks; the error of a gap is measured gap − stamp
+gap. Prints p50 / p99 |error| in ms per N for both clients, then the largest N each keeps p99 under 1 ms.
+Targets: seatrial p99 < 1 ms at 256 streams, and at least twice vLLM's streams at equal error.
+
+    .venv/bin/python benchmarks/client_overhead.py [--streams 1,16,64,256,512,1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+from seatrial.report.runfolder import read_jsonl
+from seatrial.server.engine import engine_python, free_port
+
+VLLM_CLIENT = """
+import asyncio, json, sys, aiohttp
+from vllm.benchmarks.lib.endpoint_request_func import RequestFuncInput, async_request_openai_completions
+url, n, out_len, prefix, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+async def main():
+    conn = aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300, use_dns_cache=True,
+                                keepalive_timeout=60, enable_cleanup_closed=True, force_close=False)
+    async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=3600)) as s:
+        inputs = [RequestFuncInput(prompt="w1 w2 w3 w4", api_url=url + "/v1/completions", prompt_len=4,
+                                   output_len=out_len, model="synthetic", ignore_eos=True,
+                                   request_id=f"{prefix}-{i}") for i in range(n)]
+        outs = await asyncio.gather(*(async_request_openai_completions(x, s) for x in inputs))
+    json.dump({x.request_id: [g * 1e3 for g in o.itl] for x, o in zip(inputs, outs) if o.success}, open(out, "w"))
+asyncio.run(main())
+"""
+
+
+def stamps(url: str) -> dict[str, list[int]]:
+    with urllib.request.urlopen(f"{url}/stamps", timeout=30) as resp:
+        data: dict[str, list[int]] = json.loads(resp.read())
+        return data
+
+
+def errors_ms(measured: dict[str, list[float]], server: dict[str, list[int]]) -> np.ndarray:
+    errs: list[float] = []
+    for rid, gaps in measured.items():
+        true = np.diff(np.asarray(server[rid], dtype=np.float64)) / 1e6
+        m = np.asarray(gaps[: len(true)])
+        errs.extend(np.abs(m - true[: len(m)]))
+    return np.asarray(errs)
+
+
+def run_seatrial(url: str, n: int, out_len: int, tmp: Path) -> dict[str, list[float]]:
+    out = tmp / f"s{n}"
+    cmd = [
+        sys.executable,
+        "-m",
+        "seatrial.cli.app",
+        "bench",
+        "--url",
+        url,
+        "--workload",
+        "random",
+        "--input-len",
+        "4",
+        "--output-len",
+        str(out_len),
+        "--concurrency",
+        str(n),
+        "--requests",
+        str(n),
+        "--warmup",
+        "0",
+        "--out",
+        str(out),
+        "--allow-invalid",
+        "--seed",
+        str(n),
+    ]
+    subprocess.run(cmd, check=True, capture_output=True)
+    rows = read_jsonl(out / "requests.jsonl")
+    # seatrial request ids are per level; make them unique per run like the server's keys
+    return {r["request_id"]: r["itl_ms"] for r in rows if r["error"] is None}
+
+
+def run_vllm(url: str, n: int, out_len: int, tmp: Path, prefix: str) -> dict[str, list[float]]:
+    out = tmp / f"v{n}.json"
+    subprocess.run(
+        [str(engine_python()), "-c", VLLM_CLIENT, url, str(n), str(out_len), prefix, str(out)],
+        check=True,
+        capture_output=True,
+    )
+    data: dict[str, list[float]] = json.loads(out.read_text())
+    return data
+
+
+def start_server(itl_ms: float) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "seatrial.server.synthetic",
+            "--port",
+            str(port),
+            "--itl-ms",
+            str(itl_ms),
+            "--ttft-ms",
+            "5",
+        ]
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=1)
+            return proc, url
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("synthetic server did not start")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--streams", default="1,16,64,256,512,1024")
+    ap.add_argument("--itl-ms", type=float, default=50.0)
+    ap.add_argument("--tokens", type=int, default=40)
+    opts = ap.parse_args()
+    print(f"{'streams':>7} | {'seatrial p50':>12} {'p99':>8} | {'vllm p50':>9} {'p99':>8}  (|ITL error| ms)")
+    best = {"seatrial": 0, "vllm": 0}
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        for n in [int(x) for x in opts.streams.split(",")]:
+            row = {}
+            for name in ("vllm", "seatrial"):  # a fresh server per client run: no shared state
+                proc, url = start_server(opts.itl_ms)
+                try:
+                    measured = (
+                        run_vllm(url, n, opts.tokens, tmp, f"v{n}")
+                        if name == "vllm"
+                        else run_seatrial(url, n, opts.tokens, tmp)
+                    )
+                    err = errors_ms(measured, stamps(url))
+                finally:
+                    proc.terminate()
+                    proc.wait()
+                row[name] = (float(np.percentile(err, 50)), float(np.percentile(err, 99)))
+                if row[name][1] < 1.0:
+                    best[name] = max(best[name], n)
+            s, v = row["seatrial"], row["vllm"]
+            print(f"{n:>7} | {s[0]:>12.3f} {s[1]:>8.3f} | {v[0]:>9.3f} {v[1]:>8.3f}", flush=True)
+    ratio = best["seatrial"] / best["vllm"] if best["vllm"] else float("inf")
+    print(
+        f"largest streams with p99 error < 1 ms: seatrial {best['seatrial']}, vllm {best['vllm']} "
+        f"(ratio {ratio:.2f})"
+    )
+
+
+if __name__ == "__main__":
+    main()
