@@ -25,6 +25,7 @@ class LiveProgress:
             TimeElapsedColumn(),
             console=console,
             transient=False,
+            refresh_per_second=2,
         )
         self._task: Any = None
         self._t0 = time.perf_counter()

@@ -1,0 +1,87 @@
+"""Engine metric names (vLLM v1 and v0, SGLang, llama.cpp) map onto one canonical set."""
+
+from __future__ import annotations
+
+from seatrial.server.prom import parse_metrics
+from seatrial.server.scrape import Sample, summarize
+
+VLLM_V1 = """\
+# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+vllm:num_requests_running{engine="1",model_name="m"} 2.0
+vllm:num_requests_waiting{engine="0",model_name="m"} 7.0
+vllm:num_requests_waiting_by_reason{engine="0",model_name="m",reason="capacity"} 7.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5
+# TYPE vllm:prefix_cache_queries counter
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1000.0
+vllm:prefix_cache_queries_created{engine="0",model_name="m"} 1.7e9
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 250.0
+vllm:num_preemptions_total{engine="0",model_name="m"} 4.0
+vllm:generation_tokens_total{engine="0",model_name="m"} 64.0
+vllm:time_to_first_token_seconds_bucket{le="0.1"} 5.0
+"""
+VLLM_V0 = """\
+vllm:gpu_cache_usage_perc{model_name="m"} 0.25
+vllm:gpu_prefix_cache_queries_total{model_name="m"} 10.0
+vllm:gpu_prefix_cache_hits_total{model_name="m"} 5.0
+"""
+SGLANG = """\
+sglang:num_running_reqs{model_name="m"} 8.0
+sglang:num_queue_reqs{model_name="m"} 2.0
+sglang:token_usage{model_name="m"} 0.9
+sglang:prompt_tokens_total{model_name="m"} 500.0
+sglang:cached_tokens_total{model_name="m"} 120.0
+"""
+LLAMACPP = """\
+llamacpp:requests_processing 1
+llamacpp:requests_deferred 3
+llamacpp:kv_cache_usage_ratio 0.125
+llamacpp:tokens_predicted_total 42
+"""
+
+
+def test_vllm_v1_sums_engines_and_ignores_other_series() -> None:
+    v = parse_metrics(VLLM_V1)
+    assert v == {
+        "running": 5.0,
+        "waiting": 7.0,
+        "kv_cache_usage": 0.5,
+        "prefix_cache_queries": 1000.0,
+        "prefix_cache_hits": 250.0,
+        "preemptions": 4.0,
+        "generation_tokens": 64.0,
+    }
+
+
+def test_other_engines() -> None:
+    assert parse_metrics(VLLM_V0) == {
+        "kv_cache_usage": 0.25,
+        "prefix_cache_queries": 10.0,
+        "prefix_cache_hits": 5.0,
+    }
+    assert parse_metrics(SGLANG) == {
+        "running": 8.0,
+        "waiting": 2.0,
+        "kv_cache_usage": 0.9,
+        "prompt_tokens": 500.0,
+        "prefix_cache_hits": 120.0,
+        "prefix_cache_queries": 500.0,
+    }
+    assert parse_metrics(LLAMACPP) == {
+        "running": 1.0,
+        "waiting": 3.0,
+        "kv_cache_usage": 0.125,
+        "generation_tokens": 42.0,
+    }
+
+
+def test_summary_takes_gauge_maxima_and_counter_deltas() -> None:
+    samples = [
+        Sample(0.0, {"running": 1.0, "prefix_cache_hits": 10.0}),
+        Sample(1.0, {"running": 4.0, "prefix_cache_hits": 30.0}),
+        Sample(2.0, {"running": 0.0, "prefix_cache_hits": 55.0}),
+    ]
+    s = summarize(samples)
+    assert s["running_max"] == 4.0 and s["prefix_cache_hits"] == 45.0
+    assert s["waiting_max"] is None and s["preemptions"] is None and s["samples"] == 3
