@@ -22,6 +22,13 @@ fi
 echo "[setup] installing seatrial[dev] into .venv"
 .venv/bin/pip install -q -e '.[dev]' 2>&1 | quiet
 
+# Headless Chromium renders report.html in the tests (screenshot with its plots). Best effort: root + apt.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "[setup] installing chromium (apt) for report screenshots"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 \
+    || echo "[setup] chromium could not be installed: report screenshot tests will be skipped"
+fi
+
 if [ "${SEATRIAL_SKIP_ENGINE:-0}" = "1" ]; then
   echo "[setup] SEATRIAL_SKIP_ENGINE=1: not installing vLLM"
   exit 0

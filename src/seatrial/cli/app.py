@@ -32,9 +32,10 @@ def version() -> None:
 # Keep this list sorted; add a line, never edit another's.
 from seatrial.cli import (  # noqa: E402
     bench,
+    report,
 )
 
-for _module in (bench,):
+for _module in (bench, report):
     _module.register(app)
 
 

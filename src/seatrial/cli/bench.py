@@ -9,11 +9,12 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from seatrial.cli.common import emit_json, out, parse_int_list
+from seatrial.cli.common import console, emit_json, out, parse_int_list
 from seatrial.cli.progress import LiveProgress, levels_table
 from seatrial.errors import ConfigError, RunInterrupted
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
+from seatrial.report.html import write_report
 from seatrial.report.runfolder import RunFolder
 
 EOS_BY_DEFAULT = {"random", "prefill", "decode", "mixed", "shared-prefix"}
@@ -114,7 +115,10 @@ def run_bench_cli(cfg: BenchConfig, out_dir: Path | None) -> dict[str, Any]:
     folder = RunFolder(out_dir, "bench", cfg.model_dump(mode="json")) if out_dir else None
     try:
         with LiveProgress() as progress:
-            return asyncio.run(run_bench(cfg, folder, progress))
+            summary = asyncio.run(run_bench(cfg, folder, progress))
+        if out_dir:
+            console.print(f"report: {write_report(out_dir)}", highlight=False)
+        return summary
     except KeyboardInterrupt:
         where = f"; partial run folder: {out_dir}" if out_dir else ""
         raise RunInterrupted(f"interrupted{where}") from None

@@ -1,0 +1,45 @@
+"""The run folder's ``report.html``: one self-contained page (inline CSS and SVG, no network).
+
+Each capability contributes a *section*: a function from the run's ``summary.json`` to an HTML
+fragment, or None when the summary has nothing for it. Sections live in ``report/sections/``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from seatrial.jsonio import read_json
+
+Section = Callable[[dict[str, Any]], str | None]
+
+_env = Environment(
+    loader=PackageLoader("seatrial", "report/templates"), autoescape=select_autoescape(["html"])
+)
+
+
+def sections() -> list[Section]:
+    from seatrial.report.sections import all_sections
+
+    return all_sections()
+
+
+def render_html(summary: dict[str, Any], title: str, run_info: dict[str, Any] | None = None) -> str:
+    parts = [frag for section in sections() if (frag := section(summary))]
+    if not parts:
+        parts = [f"<p>Nothing to report in this summary (keys: {html.escape(', '.join(summary))}).</p>"]
+    return _env.get_template("report.html.j2").render(title=title, sections=parts, run=run_info or {})
+
+
+def write_report(run_dir: Path) -> Path:
+    """Render ``run_dir/summary.json`` (and run.json when present) into ``run_dir/report.html``."""
+    summary = read_json(run_dir / "summary.json")
+    run_info = read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
+    title = f"seatrial {run_info.get('command', 'report')} — {run_dir.name}"
+    out = run_dir / "report.html"
+    out.write_text(render_html(summary, title, run_info), encoding="utf-8")
+    return out

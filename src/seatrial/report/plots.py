@@ -1,0 +1,68 @@
+"""Plots as inline SVG (matplotlib, Agg backend): the report stays one self-contained file."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+Series = dict[str, Sequence[float | None]]
+
+
+def _svg(fig: plt.Figure) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg") :]  # drop the XML prolog so it can sit inside HTML
+
+
+def line_svg(
+    x: Sequence[float],
+    series: Series,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    logx: bool = False,
+    right: Series | None = None,
+    right_label: str = "",
+) -> str:
+    """Lines over a shared x; ``right`` series go on a second y axis (e.g. running / waiting)."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=100)
+    for name, ys in series.items():
+        ax.plot(x, [float("nan") if y is None else y for y in ys], marker="o", label=name)
+    if logx:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(x), [f"{v:g}" for v in x])
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    ax.grid(alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if right:
+        ax2 = ax.twinx()
+        for i, (name, ys) in enumerate(right.items()):
+            ys_f = [float("nan") if y is None else y for y in ys]
+            ax2.plot(x, ys_f, linestyle="--", marker="s", color=f"C{len(series) + i}", label=name)
+        ax2.set_ylabel(right_label)
+        h2, l2 = ax2.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + l2
+    ax.legend(handles, labels, fontsize=8, loc="best")
+    return _svg(fig)
+
+
+def bars_svg(categories: Sequence[str], series: Series, *, title: str, ylabel: str) -> str:
+    """Grouped bars: one group per category, one bar per series."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=100)
+    width = 0.8 / max(1, len(series))
+    for i, (name, ys) in enumerate(series.items()):
+        xs = [j + i * width for j in range(len(categories))]
+        ax.bar(xs, [0.0 if y is None else y for y in ys], width=width, label=name)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(categories))], list(categories))
+    ax.set(title=title, ylabel=ylabel)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    return _svg(fig)

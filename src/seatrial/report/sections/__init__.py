@@ -1,0 +1,12 @@
+"""Report sections, in page order. Add a module and list it here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def all_sections() -> list[Callable[[dict[str, Any]], str | None]]:
+    from seatrial.report.sections import bench
+
+    return [bench.section]
