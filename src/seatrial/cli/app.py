@@ -32,10 +32,11 @@ def version() -> None:
 # Keep this list sorted; add a line, never edit another's.
 from seatrial.cli import (  # noqa: E402
     bench,
+    demo,
     report,
 )
 
-for _module in (bench, report):
+for _module in (bench, demo, report):
     _module.register(app)
 
 
