@@ -1,7 +1,7 @@
 """seatrial bench beside vLLM's own benchmark client on the same real vLLM server and workload.
 
 Workload: random, 256 prompt tokens, 64 output tokens with ignore_eos, closed loop at C = 1, 4, 16.
-For each C the two clients alternate (vLLM first, then seatrial) for --reps rounds; each figure is the
+For each C the two clients alternate in ABBA order for --reps rounds; each figure is the
 mean over rounds of that client's median. Prints the ratio seatrial / vLLM for median TTFT, median
 TPOT and output tok/s. Target: each ratio within 0.95-1.05, or a stated definition difference.
 
@@ -117,9 +117,15 @@ def main() -> None:
         for c in [int(x) for x in opts.levels.split(",")]:
             n = max(32, 8 * c)
             runs: dict[str, list[dict[str, float]]] = {"vllm": [], "seatrial": []}
-            for rep in range(opts.reps):
-                runs["vllm"].append(run_vllm(url, tokenizer, c, n, Path(tmp) / f"v{c}-{rep}.json"))
-                runs["seatrial"].append(run_seatrial(url, c, n, Path(tmp) / f"s{c}-{rep}.json"))
+            for rep in range(opts.reps):  # ABBA order cancels slow drifts of the machine
+                order = ("vllm", "seatrial") if rep % 2 == 0 else ("seatrial", "vllm")
+                for name in order:
+                    path = Path(tmp) / f"{name}{c}-{rep}.json"
+                    runs[name].append(
+                        run_vllm(url, tokenizer, c, n, path)
+                        if name == "vllm"
+                        else run_seatrial(url, c, n, path)
+                    )
             for metric in ("ttft", "tpot", "tok_s"):
                 v = statistics.fmean(r[metric] for r in runs["vllm"])
                 s = statistics.fmean(r[metric] for r in runs["seatrial"])

@@ -94,5 +94,4 @@ class BenchConfig(BaseModel):
     target: ServerTarget
     workload: WorkloadConfig = Field(default_factory=lambda: WorkloadConfig())
     load: LoadConfig = Field(default_factory=lambda: LoadConfig())
-    store_text: bool = False
     allow_invalid: bool = False

@@ -16,6 +16,7 @@ import asyncio
 import itertools
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,13 @@ class _State:
 
 
 STATE: web.AppKey[_State] = web.AppKey("state", _State)
+
+
+def _word_id(word: str) -> int:
+    """``w<N>`` is token N; any other word gets a stable id, so decode(encode(x)) round-trips ids."""
+    if word.startswith("w") and word[1:].isdigit():
+        return int(word[1:])
+    return zlib.crc32(word.encode()) % 50_000 + 1
 
 
 def _count(text: Any) -> int:
@@ -134,8 +142,7 @@ async def _stream(
 
 async def _tokenize(request: web.Request) -> web.Response:
     body = await request.json()
-    words = str(body.get("prompt", "")).split()
-    tokens = [int(w[1:]) if w.startswith("w") and w[1:].isdigit() else 0 for w in words]
+    tokens = [_word_id(w) for w in str(body.get("prompt", "")).split()]
     return web.json_response({"count": len(tokens), "tokens": tokens, "max_model_len": 1 << 20})
 
 
