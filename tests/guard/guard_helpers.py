@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
 SRC = Path(__file__).resolve().parents[2] / "src"
 HOG = Path(__file__).resolve().parent / "hog.py"
 GIB = 1024**3
