@@ -115,9 +115,9 @@ def test_launch_is_refused_when_memory_is_already_under_the_line(tmp_path: Path)
     with pytest.raises(
         GuardError, match=r"not launching: MemAvailable 11\.50 GiB fell under the 12\.00 GiB line"
     ):
-        run_guard(config, ["sh", "-c", "touch launched"], force=False)
+        run_guard(config, ["sh", "-c", f"touch {tmp_path}/launched"], force=False)
     assert [e["event"] for e in read_lines(config.history)] == ["refuse"]
-    assert not Path("launched").exists()
+    assert not (tmp_path / "launched").exists()
 
 
 def test_command_that_succeeds_ends_the_guard_cleanly(tmp_path: Path) -> None:
