@@ -114,13 +114,17 @@ class ProcessGroupTarget:
         return True
 
     def kill(self, graceful_s: float = 0.0, timeout_s: float = 10.0) -> dict[str, Any]:
-        """Signal the whole group (SIGTERM then SIGKILL after ``graceful_s``, or SIGKILL at once), wait
-        until no member is left, then reap the leader. Returns the evidence for the history line."""
+        """Stop the whole group, wait until no member is left, then reap the leader.
+
+        At once (``graceful_s == 0``): SIGSTOP freezes every member first, so allocation stops that
+        instant, the members are listed for the history, then SIGKILL. Gracefully: SIGTERM, then
+        SIGKILL after ``graceful_s``. Returns the evidence for the history line."""
         if self.pid is None:
             return {"members": [], "exit_code": None}
-        self._check_identity()
-        members = [describe_member(m) for m in group_members(self.pid)]
         self._signalled_at = time.time()
+        if graceful_s <= 0:
+            self._signal(signal.SIGSTOP)
+        members = [describe_member(m) for m in group_members(self.pid)]
         if graceful_s > 0 and members:
             self._signal(signal.SIGTERM)
             if self._wait_gone(graceful_s):
