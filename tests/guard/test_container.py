@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -78,7 +79,7 @@ def _meminfo(path: Path, available_gib: float) -> None:
 
 
 def test_container_is_killed_on_the_line_restarted_and_given_up(fake_docker: Path, tmp_path: Path) -> None:
-    os.system("docker start srv")  # the container runs before the guard watches it
+    subprocess.run(["docker", "start", "srv"], check=True)  # it runs before the guard watches it
     first_pid = int((fake_docker / "pid").read_text())
     meminfo = tmp_path / "meminfo"
     _meminfo(meminfo, 40)
@@ -116,3 +117,24 @@ def test_container_is_killed_on_the_line_restarted_and_given_up(fake_docker: Pat
     assert outcome.outcome == "gave-up" and not pid_alive(first_pid)
     calls = [json.loads(x) for x in (fake_docker / "argv.log").read_text().splitlines()]
     assert ["kill", "--signal", "KILL", "srv"] in calls and calls.count(["start", "srv"]) == 2
+
+
+def test_stopping_the_guard_leaves_a_watched_container_running(fake_docker: Path, tmp_path: Path) -> None:
+    subprocess.run(["docker", "start", "srv"], check=True)
+    pid = int((fake_docker / "pid").read_text())
+    config = GuardConfig(min_available_gib=0.1, history=tmp_path / "h.jsonl")
+
+    def stop_the_guard() -> None:
+        wait_for(lambda: any(e["event"] == "start" for e in read_lines(config.history)), 10, "start")
+        os.kill(os.getpid(), signal.SIGTERM)  # the guard's handler is installed in this process
+
+    thread = threading.Thread(target=stop_the_guard)
+    thread.start()
+    outcome = run_guard(config, container="srv")
+    thread.join()
+    assert outcome.outcome == "stopped" and outcome.exit_code == 0
+    stop = read_lines(config.history)[-1]
+    assert stop["event"] == "stop" and "container left running" in stop["reason"]
+    assert pid_alive(pid)
+    calls = [json.loads(x)[0] for x in (fake_docker / "argv.log").read_text().splitlines()]
+    assert "kill" not in calls and "stop" not in calls

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from guard_helpers import SRC, guard_cli, read_lines, stop_guard, wait_for
+from guard_helpers import SRC, guard_cli, pid_alive, read_lines, stop_guard, wait_for
 
 from seatrial.guard import GuardConfig, run_guard
 
@@ -139,3 +139,31 @@ def test_planned_restarts_leave_the_budget_untouched(tmp_path: Path, outsider) -
     assert [e["signal"] for e in events if e["event"] == "kill"] == ["SIGTERM", "SIGTERM"]
     assert auto["budget"]["budget_used"] == 1 and proc.returncode == 7, err
     assert outsider.poll() is None
+
+
+def test_sigterm_to_the_guard_stops_its_group_gracefully_and_exits_0(tmp_path: Path, outsider) -> None:
+    history = tmp_path / "history.jsonl"
+    proc = guard_cli(
+        [
+            "--min-available-gib=0.1",
+            "--stop-grace=5s",
+            f"--history={history}",
+            "--",
+            "sh",
+            "-c",
+            "sleep 60; echo never",
+        ]
+    )
+    try:
+        wait_for(lambda: any(e["event"] == "start" for e in read_lines(history)), 30, "guard start")
+        proc.terminate()
+        proc.wait(timeout=30)
+    finally:
+        out, err = stop_guard(proc)
+    events = read_lines(history)
+    assert [e["event"] for e in events] == ["start", "stop"], err
+    stop = events[1]
+    assert stop["signal"] == "SIGTERM" and {m["comm"] for m in stop["members"]} == {"sh", "sleep"}
+    assert proc.returncode == 0 and "guard stopped" in out
+    assert not any(pid_alive(m["pid"]) for m in stop["members"])
+    assert not (tmp_path / "history.jsonl.pid").exists() and outsider.poll() is None

@@ -12,8 +12,8 @@ from seatrial.guard.control import request_planned_restart
 from seatrial.guard.history import read_history
 from seatrial.guard.launch import LaunchSpec, parse_vllm_command
 from seatrial.guard.meminfo import MemInfoReader, MemSample
+from seatrial.guard.outcome import GuardOutcome
 from seatrial.guard.preflight import PlanCheck, Predictor, check_before_launch, default_predictor
-from seatrial.guard.watchdog import GuardOutcome
 
 __all__ = [
     "GuardConfig",

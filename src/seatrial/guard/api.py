@@ -9,10 +9,11 @@ from seatrial.guard.config import GuardConfig
 from seatrial.guard.container import ContainerTarget
 from seatrial.guard.history import History
 from seatrial.guard.meminfo import MemInfoReader
+from seatrial.guard.outcome import GuardOutcome
 from seatrial.guard.preflight import Predictor, check_before_launch
 from seatrial.guard.procgroup import ProcessGroupTarget
 from seatrial.guard.target import Target
-from seatrial.guard.watchdog import GuardOutcome, Watchdog
+from seatrial.guard.watchdog import Watchdog
 
 
 def _record_refusal(config: GuardConfig, argv: list[str], reason: str) -> None:

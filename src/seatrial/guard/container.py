@@ -59,6 +59,7 @@ class ContainerTarget:
     """A container by name; ``pid`` is the host pid of its init process."""
 
     kind = "container"
+    owned = False
 
     def __init__(self, name: str, oom_score_adj: int) -> None:
         if not name.strip():

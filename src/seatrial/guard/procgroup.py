@@ -40,6 +40,7 @@ class ProcessGroupTarget:
     """Launches ``argv`` in a new session; ``pgid == sid == leader pid``."""
 
     kind = "process_group"
+    owned = True
 
     def __init__(self, argv: list[str], oom_score_adj: int) -> None:
         if not argv:

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 class Target(Protocol):
     kind: str
     launches: int
+    owned: bool  # True when the guard launched it (and so stops it when the guard stops)
 
     def start(self) -> dict[str, Any]:
         """Launch (or relaunch) the server; returns its description for the history."""

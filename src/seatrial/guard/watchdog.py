@@ -6,11 +6,7 @@ state; it then sleeps ``poll_ms`` on an event that signals wake at once.
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from seatrial.errors import GuardError
@@ -20,59 +16,25 @@ from seatrial.guard.config import GuardConfig
 from seatrial.guard.health import HealthProbe
 from seatrial.guard.history import History, read_history
 from seatrial.guard.meminfo import MemInfoReader, MemSample
+from seatrial.guard.outcome import Failure, GuardOutcome, StopRequested
 from seatrial.guard.procgroup import OOM_SET_FAILED_EXIT
+from seatrial.guard.signals import GuardSignals
 from seatrial.guard.target import Target
 from seatrial.guard.trips import memory_trip, recovered
 
 
-@dataclass
-class GuardOutcome:
-    """How a guard run ended. ``outcome`` is ``exited``, ``gave-up`` or ``stopped``."""
-
-    outcome: str
-    reason: str
-    exit_code: int
-    history: Path
-    counts: dict[str, int] = field(default_factory=dict)
-    budget: dict[str, float | int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class _Failure:
-    """The guarded server failed (killed, crashed or unhealthy) for ``reason``."""
-
-    reason: str
-
-
-class _Stop(Exception):
-    """Raised inside the loop when the guard itself was asked to stop (SIGTERM / SIGINT)."""
-
-
 class Watchdog:
+    """Guards one target for one run: launch, poll, kill, restart within budget, record every event."""
+
     def __init__(self, config: GuardConfig, target: Target, plan: dict[str, Any] | None = None) -> None:
         self.config = config
         self.target = target
         self.plan = plan
-        self.wake = threading.Event()
-        self.stop_requested = False
-        self.restart_requested = False
+        self.signals = GuardSignals()
         self.counts = {"kill": 0, "restart_automatic": 0, "restart_planned": 0, "health": 0}
         self.consecutive_failures = 0
         self.health = HealthProbe(config.health) if config.health else None
         self._health_state = "starting"
-
-    # -- signals -----------------------------------------------------------------------------------
-    def _on_hup(self, signum: int, frame: object) -> None:
-        self.restart_requested = True
-        self.wake.set()
-
-    def _on_stop(self, signum: int, frame: object) -> None:
-        self.stop_requested = True
-        self.wake.set()
-
-    def _install_signals(self) -> dict[int, Any]:
-        handlers = {signal.SIGHUP: self._on_hup, signal.SIGTERM: self._on_stop, signal.SIGINT: self._on_stop}
-        return {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
 
     # -- helpers -----------------------------------------------------------------------------------
     def _record(self, event: str, reason: str, sample: MemSample | None = None, **extra: Any) -> None:
@@ -87,12 +49,6 @@ class Watchdog:
         if event == "kill" and not extra.get("planned"):
             self.counts["kill"] += 1
         self.history.record(event, reason, sample or self.reader.sample(), snapshot, **evidence, **extra)
-
-    def _sleep(self, seconds: float) -> None:
-        self.wake.wait(seconds)
-        self.wake.clear()
-        if self.stop_requested:
-            raise _Stop
 
     def _launch(self) -> None:
         self.target.start()
@@ -110,15 +66,14 @@ class Watchdog:
         control.claim(path)
         self.history = History(path)
         self.reader = MemInfoReader(self.config.meminfo_path)
-        previous = self._install_signals()
+        self.signals.install()
         try:
             return self._guard()
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            self.signals.restore()
             if self.health is not None:
                 self.health.stop()
-            if self.target.describe().get("pid") is not None:
+            if self.target.owned and self.target.describe().get("pid") is not None:
                 self.target.kill(0.0, self.config.kill_timeout_s)
             self.reader.close()
             self.history.close()
@@ -127,8 +82,9 @@ class Watchdog:
     def _guard(self) -> GuardOutcome:
         first = self.reader.sample()
         self.swap_baseline_bytes = first.swap_used_bytes
-        if memory_trip(first, self.config, self.swap_baseline_bytes) is not None:
-            reason = f"not launching: {memory_trip(first, self.config, self.swap_baseline_bytes)}"
+        trip = memory_trip(first, self.config, self.swap_baseline_bytes)
+        if trip is not None:
+            reason = f"not launching: {trip}"
             self._record("refuse", reason, first)
             raise GuardError(f"guard: {reason}")
         self._launch()
@@ -149,9 +105,17 @@ class Watchdog:
                     return result
                 if result is not None and (outcome := self._after_failure(result)) is not None:
                     return outcome
-        except _Stop:
-            self._kill("stop", "guard asked to stop (SIGTERM/SIGINT)", graceful=True)
-            return self._outcome("stopped", "guard asked to stop", 0)
+        except StopRequested:
+            return self._stop()
+
+    def _stop(self) -> GuardOutcome:
+        """The guard was asked to stop: it stops the server it launched; a container it only watched
+        is left running."""
+        if self.target.owned:
+            self._kill("stop", "guard asked to stop (SIGTERM/SIGINT): server stopped", graceful=True)
+        else:
+            self._record("stop", "guard asked to stop (SIGTERM/SIGINT): container left running")
+        return self._outcome("stopped", "guard asked to stop", 0)
 
     def _settings(self) -> dict[str, Any]:
         return self.config.model_dump(
@@ -167,16 +131,16 @@ class Watchdog:
             },
         )
 
-    def _poll_once(self) -> _Failure | GuardOutcome | None:
+    def _poll_once(self) -> Failure | GuardOutcome | None:
         """One poll: a failure to handle, the final outcome, or ``None`` after sleeping one interval."""
         sample = self.reader.sample()
         trip = memory_trip(sample, self.config, self.swap_baseline_bytes)
         if trip is not None:
             self._kill("kill", trip, sample, planned=False)
-            return _Failure(trip)
-        if self.stop_requested:
-            raise _Stop
-        if self.restart_requested:
+            return Failure(trip)
+        if self.signals.stop_requested:
+            raise StopRequested
+        if self.signals.restart_requested:
             self._planned_restart()
             return None
         code = self.target.exit_code()
@@ -185,17 +149,17 @@ class Watchdog:
         unhealthy = self._check_health(sample)
         if unhealthy is not None:
             return unhealthy
-        self._sleep(self.config.poll_ms / 1000)
+        self.signals.sleep(self.config.poll_ms / 1000)
         return None
 
-    def _exited(self, code: int, sample: MemSample) -> _Failure | GuardOutcome:
+    def _exited(self, code: int, sample: MemSample) -> Failure | GuardOutcome:
         if code == OOM_SET_FAILED_EXIT and self.target.kind == "process_group" and self.target.launches == 1:
             raise GuardError(f"guard: could not set oom_score_adj {self.config.oom_score_adj} on the command")
         reason = f"exited with code {code}"
         self._kill("exit", reason, sample)  # kills leftovers of the group, and reaps
-        return self._outcome("exited", reason, 0) if code == 0 else _Failure(reason)
+        return self._outcome("exited", reason, 0) if code == 0 else Failure(reason)
 
-    def _check_health(self, sample: MemSample) -> _Failure | None:
+    def _check_health(self, sample: MemSample) -> Failure | None:
         if self.health is None:
             return None
         status = self.health.status()
@@ -207,11 +171,11 @@ class Watchdog:
             return None
         reason = f"unhealthy for {status.unhealthy_s:.1f} s ({status.last_error})"
         self._kill("kill", reason, sample, graceful=True, planned=False)
-        return _Failure(reason)
+        return Failure(reason)
 
     def _planned_restart(self) -> None:
         """``seatrial guard restart``: stop gracefully, relaunch once memory allows; no budget spent."""
-        self.restart_requested = False
+        self.signals.restart_requested = False
         reason = control.take_request(self.config.history)
         self._kill("kill", f"planned: {reason}", graceful=True, planned=True)
         if not self._wait_recovered():
@@ -225,10 +189,10 @@ class Watchdog:
         while not recovered(self.reader.sample(), self.config, self.swap_baseline_bytes):
             if time.monotonic() >= deadline:
                 return False
-            self._sleep(self.config.poll_ms / 1000)
+            self.signals.sleep(self.config.poll_ms / 1000)
         return True
 
-    def _after_failure(self, failure: _Failure) -> GuardOutcome | None:
+    def _after_failure(self, failure: Failure) -> GuardOutcome | None:
         """Restart after a backoff and once memory is back, while the budget allows; else give up."""
         uptime_s = time.monotonic() - self.launched_at
         stable = uptime_s >= self.config.stable_after_s
@@ -236,7 +200,7 @@ class Watchdog:
         if not self.budget.allows(time.time()):
             return self._give_up(f"restart budget spent ({self._budget_words()}) after: {failure.reason}")
         backoff_s = self.config.backoff_for(self.consecutive_failures)
-        self._sleep(backoff_s)
+        self.signals.sleep(backoff_s)
         if not self._wait_recovered():
             return self._give_up(
                 f"MemAvailable stayed under the restart line for {self.config.recovery_timeout_s:.0f} s"
