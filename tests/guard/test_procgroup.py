@@ -4,11 +4,13 @@ and a pid whose identity changed is never signalled."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from guard_helpers import pid_alive, wait_for
 
 from seatrial.errors import ConfigError, GuardError
+from seatrial.guard import GuardConfig, run_guard
 from seatrial.guard.procfs import group_members, read_oom_score_adj, read_stat
 from seatrial.guard.procgroup import ProcessGroupTarget
 
@@ -71,3 +73,19 @@ def test_changed_identity_refuses_to_signal() -> None:
 def test_unknown_command_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="'no-such-binary-xyz' not found on PATH"):
         ProcessGroupTarget(["no-such-binary-xyz"], oom_score_adj=1000)
+
+
+def test_guard_run_changes_no_global_oom_policy(tmp_path) -> None:
+    """Only the guarded command's own oom_score_adj is set: no sysctl, not the guard's own score."""
+    knobs = [
+        "sys/vm/overcommit_memory",
+        "sys/vm/panic_on_oom",
+        "sys/vm/oom_kill_allocating_task",
+        "self/oom_score_adj",
+    ]
+    before = {k: (Path("/proc") / k).read_text() for k in knobs}
+    outcome = run_guard(
+        GuardConfig(min_available_gib=0.1, history=tmp_path / "h.jsonl"), ["sh", "-c", "exit 0"]
+    )
+    assert outcome.outcome == "exited"
+    assert {k: (Path("/proc") / k).read_text() for k in knobs} == before
