@@ -31,7 +31,7 @@ def _run(
 
 def test_guarded_command_after_double_dash_runs_and_writes_json(monkeypatch, capsys, tmp_path: Path) -> None:
     summary = tmp_path / "s.json"
-    code, out, _ = _run(
+    code, out, err = _run(
         monkeypatch,
         capsys,
         "--min-available-gib=0.1",
@@ -43,6 +43,7 @@ def test_guarded_command_after_double_dash_runs_and_writes_json(monkeypatch, cap
         "exit 0",
     )
     assert code == 0 and "guard exited: exited with code 0" in out
+    assert "start pgid" in err and "exit pgid" in err and "exited with code 0 (MemAvailable" in err
     assert json.loads(summary.read_text())["outcome"] == "exited"
     start = read_lines(tmp_path / "h.jsonl")[0]
     assert start["target"]["command"] == ["sh", "-c", "exit 0"]

@@ -48,6 +48,18 @@ def _config(values: dict[str, Any]) -> GuardConfig:
         raise ConfigError(f"{flag}: {err['msg']}") from None
 
 
+def _echo(line: dict[str, Any]) -> None:
+    """One console line per history event, as it happens."""
+    target = line["target"]
+    who = target.get("container") or f"pgid {target.get('pgid') or target.get('pid')}"
+    memory = f"MemAvailable {line['mem_available_gib']} GiB, swap {line['swap_used_gib']} GiB"
+    text = f"{line['time']} {line['event']:<8} {who}: {line['reason']} ({memory})"
+    plan = line.get("plan")
+    if plan and "spec" in plan and not plan.get("checked"):
+        text += f"; plan check skipped: {plan['reason']}"
+    console.print(text, highlight=False, markup=False)
+
+
 @guard_app.callback(invoke_without_command=True)
 def guard(
     ctx: typer.Context,
@@ -101,7 +113,7 @@ def guard(
         }
     )
     command = ctx.meta.get("guard_command") or ctx.args or None
-    outcome = run_guard(config, command, container, checkpoint, force, default_predictor())
+    outcome = run_guard(config, command, container, checkpoint, force, default_predictor(), _echo)
     payload = {**asdict(outcome), "history": str(outcome.history)}
     emit_json(json_path, payload)
     counts = outcome.counts

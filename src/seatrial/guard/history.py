@@ -9,6 +9,7 @@ A ``restart`` line says ``planned`` true or false; only unplanned restarts spend
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import orjson
 from seatrial.errors import GuardError
 from seatrial.guard.meminfo import MemSample
 
+Echo = Callable[[dict[str, Any]], None]
 EVENTS = ("start", "health", "kill", "exit", "restart", "give-up", "stop", "refuse")
 
 
@@ -26,10 +28,12 @@ def _iso(time_unix_s: float) -> str:
 
 
 class History:
-    """Appends event lines to ``path``; each line is written with one ``write`` and flushed."""
+    """Appends event lines to ``path``; each line is written with one ``write`` and flushed, then
+    handed to ``echo`` (the CLI prints it) if given."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, echo: Echo | None = None) -> None:
         self.path = Path(path)
+        self.echo = echo
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = self.path.open("ab")
 
@@ -55,6 +59,8 @@ class History:
         self._fh.write(orjson.dumps(line) + b"\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
+        if self.echo is not None:
+            self.echo(line)
         return line
 
     def close(self) -> None:

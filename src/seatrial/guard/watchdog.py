@@ -14,7 +14,7 @@ from seatrial.guard import control
 from seatrial.guard.budget import RestartBudget
 from seatrial.guard.config import GuardConfig
 from seatrial.guard.health import HealthProbe
-from seatrial.guard.history import History, read_history
+from seatrial.guard.history import Echo, History, read_history
 from seatrial.guard.meminfo import MemInfoReader, MemSample
 from seatrial.guard.outcome import Failure, GuardOutcome, StopRequested
 from seatrial.guard.procgroup import OOM_SET_FAILED_EXIT
@@ -26,8 +26,15 @@ from seatrial.guard.trips import memory_trip, recovered
 class Watchdog:
     """Guards one target for one run: launch, poll, kill, restart within budget, record every event."""
 
-    def __init__(self, config: GuardConfig, target: Target, plan: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        config: GuardConfig,
+        target: Target,
+        plan: dict[str, Any] | None = None,
+        echo: Echo | None = None,
+    ) -> None:
         self.config = config
+        self.echo = echo
         self.target = target
         self.plan = plan
         self.signals = GuardSignals()
@@ -64,7 +71,7 @@ class Watchdog:
             read_history(path), self.config.restart_budget, self.config.restart_window_s
         )
         control.claim(path)
-        self.history = History(path)
+        self.history = History(path, self.echo)
         self.reader = MemInfoReader(self.config.meminfo_path)
         self.signals.install()
         try:
