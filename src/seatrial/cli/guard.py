@@ -22,6 +22,13 @@ from seatrial.guard import (
 )
 
 _DEFAULT_HISTORY = Path("guard-history.jsonl")
+_HELP = """Launch a server so that memory pressure kills it, not the host.
+
+\b
+seatrial guard [OPTIONS] -- COMMAND ...     launch COMMAND in its own process group and guard it
+seatrial guard [OPTIONS] --container NAME   guard a running container through the docker CLI
+seatrial guard restart [--history FILE]     planned restart: recorded, does not spend the budget
+"""
 
 
 class _GuardGroup(TyperGroup):
@@ -143,4 +150,4 @@ def restart(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(guard_app, name="guard", help="Launch a server so that it, not the host, is sacrificed.")
+    app.add_typer(guard_app, name="guard", help=_HELP)
