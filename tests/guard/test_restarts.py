@@ -167,3 +167,11 @@ def test_sigterm_to_the_guard_stops_its_group_gracefully_and_exits_0(tmp_path: P
     assert proc.returncode == 0 and "guard stopped" in out
     assert not any(pid_alive(m["pid"]) for m in stop["members"])
     assert not (tmp_path / "history.jsonl.pid").exists() and outsider.poll() is None
+
+
+def test_backoff_resets_after_a_stable_run(tmp_path: Path) -> None:
+    """A server that ran longer than stable_after_s before failing starts the backoff over."""
+    config = _config(tmp_path, restart_budget=2, stable_after_s=0.3)
+    run_guard(config, ["sh", "-c", "sleep 0.5; exit 1"])
+    restarts = [e for e in read_lines(config.history) if e["event"] == "restart"]
+    assert [(r["backoff_s"], r["consecutive_failures"]) for r in restarts] == [(0.2, 1), (0.2, 1)]
