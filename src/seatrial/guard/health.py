@@ -28,10 +28,14 @@ class HealthStatus:
         return self.state == "unhealthy"
 
 
+# Probes go straight to the server: proxy variables in the environment are ignored.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def probe(url: str, timeout_s: float) -> str | None:
     """One probe: ``None`` when ok, else a short description of what went wrong."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+        with _OPENER.open(url, timeout=timeout_s) as response:
             return None if 200 <= response.status < 300 else f"HTTP {response.status}"
     except urllib.error.HTTPError as exc:
         return f"HTTP {exc.code}"
