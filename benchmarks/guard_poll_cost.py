@@ -58,7 +58,7 @@ def guard_steady_cpu_s(window_s: float) -> float:
             "sleep",
             "600",
         ]
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             while not history.exists() or not history.read_text():
                 time.sleep(0.05)
