@@ -104,3 +104,29 @@ def test_plan_refusal_prints_the_ledger_and_records_it(monkeypatch, capsys, tmp_
     assert "refusing to launch" in err and "weights 84.23 GiB" in err and "convert PLE to FP8" in err
     assert (seen[0].model_dir, seen[0].max_model_len, seen[0].tensor_parallel_size) == (tmp_path, 16384, 2)
     assert [e["event"] for e in read_lines(history)] == ["refuse"]
+
+
+def test_force_launches_despite_the_plan_and_records_it(monkeypatch, capsys, tmp_path: Path) -> None:
+    def predict_launch(spec: LaunchSpec, protection_line_bytes: int) -> PlanCheck:
+        return PlanCheck(fits=False, ledger="peak 130 GiB > 121 GiB", changes=["--max-model-len 8192"])
+
+    monkeypatch.setattr(seatrial.plan, "predict_launch", predict_launch, raising=False)
+    history = tmp_path / "h.jsonl"
+    # This interpreter has no vLLM, so the forced launch exits 1 at once; budget 0 ends the run there.
+    server = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tmp_path)]
+    code, _, err = _run(
+        monkeypatch,
+        capsys,
+        "--force",
+        "--restart-budget=0",
+        "--min-available-gib=0.1",
+        f"--history={history}",
+        "--",
+        *server,
+    )
+    events = read_lines(history)
+    assert [e["event"] for e in events] == ["start", "exit", "give-up"]
+    plan = events[0]["plan"]
+    assert plan["checked"] and plan["fits"] is False and plan["forced"] is True
+    assert plan["changes"] == ["--max-model-len 8192"] and plan["spec"]["model_dir"] == str(tmp_path)
+    assert code == 7 and "restart budget spent (0 per 6 h)" in err
