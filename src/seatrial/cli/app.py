@@ -33,10 +33,11 @@ def version() -> None:
 from seatrial.cli import (  # noqa: E402
     bench,
     demo,
+    guard,
     report,
 )
 
-for _module in (bench, demo, report):
+for _module in (bench, demo, guard, report):
     _module.register(app)
 
 

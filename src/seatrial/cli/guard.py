@@ -1,0 +1,153 @@
+"""``seatrial guard [options] (-- COMMAND ... | --container NAME)`` and ``seatrial guard restart``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+from typer.core import TyperGroup
+
+from seatrial.cli.common import console, emit_json, out
+from seatrial.errors import ConfigError, GuardError
+from seatrial.guard import (
+    GuardConfig,
+    HealthConfig,
+    default_predictor,
+    parse_duration_s,
+    request_planned_restart,
+    run_guard,
+)
+
+_DEFAULT_HISTORY = Path("guard-history.jsonl")
+_HELP = """Launch a server so that memory pressure kills it, not the host.
+
+\b
+seatrial guard [OPTIONS] -- COMMAND ...     launch COMMAND in its own process group and guard it
+seatrial guard [OPTIONS] --container NAME   guard a running container through the docker CLI
+seatrial guard restart [--history FILE]     planned restart: recorded, does not spend the budget
+"""
+
+
+class _GuardGroup(TyperGroup):
+    """Keeps everything after ``--`` as the guarded command instead of reading it as a subcommand."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            ctx.meta["guard_command"] = args[cut + 1 :]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+guard_app = typer.Typer(cls=_GuardGroup, add_completion=False)
+
+
+def _config(values: dict[str, Any]) -> GuardConfig:
+    try:
+        return GuardConfig.model_validate(values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        flag = {"health.url": "--health-url"}.get(field, "--" + field.replace("_", "-"))
+        raise ConfigError(f"{flag}: {err['msg']}") from None
+
+
+def _echo(line: dict[str, Any]) -> None:
+    """One console line per history event, as it happens."""
+    target = line["target"]
+    who = target.get("container") or f"pgid {target.get('pgid') or target.get('pid')}"
+    memory = f"MemAvailable {line['mem_available_gib']} GiB, swap {line['swap_used_gib']} GiB"
+    text = f"{line['time']} {line['event']:<8} {who}: {line['reason']} ({memory})"
+    plan = line.get("plan")
+    if plan and "spec" in plan and not plan.get("checked"):
+        text += f"; plan check skipped: {plan['reason']}"
+    console.print(text, highlight=False, markup=False)
+
+
+@guard_app.callback(invoke_without_command=True)
+def guard(
+    ctx: typer.Context,
+    min_available_gib: float = typer.Option(12.0, help="MemAvailable protection line (GiB)."),
+    max_swap_growth_gib: float = typer.Option(2.0, help="Kill when swap used grows this much (GiB)."),
+    poll_ms: int = typer.Option(200, help="Memory poll interval (ms)."),
+    restart_budget: int = typer.Option(2, help="Automatic restarts allowed per window."),
+    restart_window: str = typer.Option("6h", help="Budget window (e.g. 6h, 30m)."),
+    restart_margin_gib: float = typer.Option(2.0, help="Restart only above line + margin (GiB)."),
+    backoff: str = typer.Option("5s", help="First backoff before a restart; doubles per failure."),
+    recovery_timeout: str = typer.Option("10m", help="Give up if memory is not back by then."),
+    history: Path = typer.Option(_DEFAULT_HISTORY, help="JSON-lines history file."),
+    health_url: str | None = typer.Option(None, help="Health probe URL (2xx = healthy)."),
+    health_interval_ms: int = typer.Option(2000, help="Health probe interval (ms)."),
+    unhealthy_after: str = typer.Option("60s", help="Unhealthy this long counts as a failure."),
+    health_grace: str = typer.Option("15m", help="Start-up time before failed probes count."),
+    oom_score_adj: int = typer.Option(1000, help="oom_score_adj of the guarded server."),
+    stop_grace: str = typer.Option("30s", help="SIGTERM grace for planned restarts and stops."),
+    container: str | None = typer.Option(None, help="Guard this running container (docker CLI)."),
+    checkpoint: Path | None = typer.Option(None, help="Model directory for the plan check."),
+    force: bool = typer.Option(False, help="Launch even when the plan predicts a crossing."),
+    meminfo: Path = typer.Option(Path("/proc/meminfo"), hidden=True),
+    json_path: Path | None = typer.Option(None, "--json", help="Write the summary as JSON."),
+) -> None:
+    """Launch a server so that memory pressure kills the server, not the host."""
+    if ctx.invoked_subcommand is not None:
+        return
+    health = None
+    if health_url is not None:
+        health = {
+            "url": health_url,
+            "interval_ms": health_interval_ms,
+            "unhealthy_after_s": parse_duration_s(unhealthy_after, "--unhealthy-after"),
+            "grace_s": parse_duration_s(health_grace, "--health-grace"),
+        }
+    config = _config(
+        {
+            "min_available_gib": min_available_gib,
+            "max_swap_growth_gib": max_swap_growth_gib,
+            "poll_ms": poll_ms,
+            "oom_score_adj": oom_score_adj,
+            "restart_budget": restart_budget,
+            "restart_window_s": parse_duration_s(restart_window, "--restart-window"),
+            "restart_margin_gib": restart_margin_gib,
+            "backoff_s": parse_duration_s(backoff, "--backoff"),
+            "recovery_timeout_s": parse_duration_s(recovery_timeout, "--recovery-timeout"),
+            "stop_grace_s": parse_duration_s(stop_grace, "--stop-grace"),
+            "history": history,
+            "health": HealthConfig.model_validate(health) if health else None,
+            "meminfo_path": meminfo,
+        }
+    )
+    command = ctx.meta.get("guard_command") or ctx.args or None
+    outcome = run_guard(config, command, container, checkpoint, force, default_predictor(), _echo)
+    payload = {**asdict(outcome), "history": str(outcome.history)}
+    emit_json(json_path, payload)
+    counts = outcome.counts
+    summary = (
+        f"guard {outcome.outcome}: {outcome.reason} — kills {counts['kill']}, automatic restarts "
+        f"{counts['restart_automatic']}, planned restarts {counts['restart_planned']}; history {history}"
+    )
+    if outcome.outcome == "gave-up":
+        raise GuardError(summary)
+    out.print(summary, highlight=False)
+    raise typer.Exit(outcome.exit_code)
+
+
+@guard_app.command("restart")
+def restart(
+    history: Path = typer.Option(_DEFAULT_HISTORY, help="History file of the running guard."),
+    reason: str = typer.Option("planned restart", help="Why (recorded in the history)."),
+    wait: str = typer.Option("60s", help="How long to wait for the guard to restart the server."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write the restart event as JSON."),
+) -> None:
+    """Planned restart of a guarded server: recorded as planned, does not spend the restart budget."""
+    event = request_planned_restart(history, reason, parse_duration_s(wait, "--wait"))
+    emit_json(json_path, event)
+    target = event["target"]
+    console.print(f"planned restart done at {event['time']}", highlight=False)
+    out.print(f"restarted {target.get('container') or target.get('pid')}: {event['reason']}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(guard_app, name="guard", help=_HELP)

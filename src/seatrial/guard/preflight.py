@@ -1,0 +1,83 @@
+"""Predict before launch: the one place where the guard asks the memory plan whether a launch fits.
+
+The plan itself lives in :mod:`seatrial.plan`; the guard only needs a *predictor*, a callable that
+takes the :class:`~seatrial.guard.launch.LaunchSpec` and the host's protection line and answers with a
+:class:`PlanCheck`. A launch whose predicted load peak or steady state crosses the line is refused
+unless ``--force`` is given.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from seatrial.errors import ConfigError, GuardError
+from seatrial.guard.launch import LaunchSpec, parse_vllm_command
+from seatrial.guard.meminfo import GIB
+
+
+class PlanCheck(BaseModel):
+    """A predictor's answer: ``fits`` (peak and steady state stay above the line), a printable
+    memory ledger, and what to change when it does not fit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fits: bool
+    ledger: str
+    changes: list[str] = []
+
+
+class Predictor(Protocol):
+    def __call__(self, spec: LaunchSpec, protection_line_bytes: int) -> PlanCheck: ...
+
+
+def launch_spec(argv: list[str], checkpoint: Path | None) -> LaunchSpec | None:
+    """The spec of a vLLM server command, with ``--checkpoint`` as its model directory if given."""
+    if checkpoint is not None and not checkpoint.is_dir():
+        raise ConfigError(f"--checkpoint {checkpoint}: not a directory")
+    spec = parse_vllm_command(argv)
+    if spec is not None and checkpoint is not None:
+        spec = spec.model_copy(update={"model_dir": checkpoint})
+    return spec
+
+
+def refusal_message(check: PlanCheck, protection_line_bytes: int) -> str:
+    changes = "\n".join(f"  - {c}" for c in check.changes) or "  (the plan named no change)"
+    return (
+        f"refusing to launch: the plan predicts the load peak or steady state crosses the "
+        f"{protection_line_bytes / GIB:.2f} GiB MemAvailable line\n{check.ledger}\n"
+        f"what to change:\n{changes}\n(--force launches anyway)"
+    )
+
+
+def check_before_launch(
+    argv: list[str],
+    checkpoint: Path | None,
+    protection_line_bytes: int,
+    predictor: Predictor | None,
+    force: bool,
+) -> dict[str, Any]:
+    """Run the plan check when it applies. Returns the record for the history's ``start`` line;
+    raises :class:`GuardError` with the ledger and the changes when the launch is refused."""
+    spec = launch_spec(argv, checkpoint)
+    if spec is None:
+        return {"checked": False, "reason": "not a vLLM server command"}
+    record: dict[str, Any] = {"spec": spec.model_dump(mode="json")}
+    if spec.model_dir is None:
+        return {**record, "checked": False, "reason": "no local model directory (give --checkpoint DIR)"}
+    if predictor is None:
+        return {**record, "checked": False, "reason": "no plan predictor is available"}
+    check = predictor(spec, protection_line_bytes)
+    record.update(checked=True, fits=check.fits, forced=force and not check.fits, changes=check.changes)
+    if not check.fits and not force:
+        raise GuardError(refusal_message(check, protection_line_bytes))
+    return record
+
+
+def default_predictor() -> Predictor | None:
+    """The plan's predictor, ``seatrial.plan.predict_launch``, once the plan capability provides it."""
+    predictor: Predictor | None = getattr(importlib.import_module("seatrial.plan"), "predict_launch", None)
+    return predictor
