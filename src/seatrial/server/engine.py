@@ -57,6 +57,7 @@ class EngineSpec:
     max_num_seqs: int | None = None
     kv_cache_gib: float = 1.0
     prefix_caching: bool = True
+    dummy_weights: bool = True
     extra_args: list[str] = field(default_factory=list)
     startup_timeout_s: float = 900.0
 
@@ -78,6 +79,8 @@ class EngineSpec:
             "--max-model-len",
             str(self.max_model_len),
         ]
+        if self.dummy_weights:
+            args += ["--load-format", "dummy"]
         if self.max_num_seqs:
             args += ["--max-num-seqs", str(self.max_num_seqs)]
         args.append("--enable-prefix-caching" if self.prefix_caching else "--no-enable-prefix-caching")

@@ -2,7 +2,11 @@
 
 Run by the *engine's* Python (it has ``tokenizers``), so this file imports nothing from seatrial:
 
-    ENGINE_PYTHON tinymodel.py OUT_DIR
+    ENGINE_PYTHON tinymodel.py OUT_DIR [MAX_LEN] [--weights]
+
+With ``--weights`` it also writes real random BF16 weights (``model.safetensors``, torch + safetensors
+from the engine's venv), so the directory is a complete checkpoint that audit and plan can read and
+vLLM can load without ``--load-format dummy``.
 
 The tokenizer is a byte-level BPE trained in-process on generated text; vLLM loads it through
 ``PreTrainedTokenizerFast``. head_dim is 64 because vLLM's CPU attention rejects 16.
@@ -120,12 +124,49 @@ def write_config(out: Path, eos_id: int, max_len: int) -> None:
     (out / "config.json").write_text(json.dumps(config, indent=2))
 
 
+def write_weights(out: Path) -> None:
+    import torch
+    from safetensors.torch import save_file
+
+    cfg = json.loads((out / "config.json").read_text())
+    h, inter, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    q, kv = cfg["num_attention_heads"] * cfg["head_dim"], cfg["num_key_value_heads"] * cfg["head_dim"]
+    gen = torch.Generator().manual_seed(0)
+
+    def rand(*shape: int) -> torch.Tensor:
+        return (torch.randn(*shape, generator=gen) * 0.02).to(torch.bfloat16)
+
+    t = {
+        "model.embed_tokens.weight": rand(v, h),
+        "model.norm.weight": torch.ones(h, dtype=torch.bfloat16),
+        "lm_head.weight": rand(v, h),
+    }
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        t |= {
+            p + "self_attn.q_proj.weight": rand(q, h),
+            p + "self_attn.k_proj.weight": rand(kv, h),
+            p + "self_attn.v_proj.weight": rand(kv, h),
+            p + "self_attn.o_proj.weight": rand(h, q),
+            p + "mlp.gate_proj.weight": rand(inter, h),
+            p + "mlp.up_proj.weight": rand(inter, h),
+            p + "mlp.down_proj.weight": rand(h, inter),
+            p + "input_layernorm.weight": torch.ones(h, dtype=torch.bfloat16),
+            p + "post_attention_layernorm.weight": torch.ones(h, dtype=torch.bfloat16),
+        }
+    save_file(t, str(out / "model.safetensors"), metadata={"format": "pt"})
+
+
 def main(argv: list[str]) -> int:
-    out = Path(argv[1])
-    max_len = int(argv[2]) if len(argv) > 2 else 8192
+    flags = [a for a in argv[1:] if a.startswith("--")]
+    args = [a for a in argv[1:] if not a.startswith("--")]
+    out = Path(args[0])
+    max_len = int(args[1]) if len(args) > 1 else 8192
     out.mkdir(parents=True, exist_ok=True)
     eos_id = write_tokenizer(out)
     write_config(out, eos_id, max_len)
+    if "--weights" in flags:
+        write_weights(out)
     print(out)
     return 0
 
