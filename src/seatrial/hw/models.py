@@ -85,7 +85,8 @@ class TrialResult(BaseModel):
 
 
 class HwReport(BaseModel):
-    """The whole verdict sheet of one run, plus the run's environment (not part of the contract)."""
+    """The whole verdict sheet of one run. ``environment`` (versions) goes to run.json, not to the
+    sheet's JSON, which is exactly ``{"gpus", "trials"}``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -97,7 +98,6 @@ class HwReport(BaseModel):
         return {
             "gpus": [g.model_dump(mode="json") for g in self.gpus],
             "trials": [t.to_json() for t in self.trials],
-            "environment": self.environment,
         }
 
     @property
