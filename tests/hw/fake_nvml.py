@@ -51,6 +51,13 @@ class FakeNvmlLib:
             "pcie_replay": 0,
             "xid_events": [],
             "register_events": None,
+            "clocks": {1: 1965, 2: 3201},
+            "temp": 50,
+            "hbm_temp": NVMLError_NotSupported,
+            "power_mw": 613626,
+            "power_limit_mw": 700000,
+            "util": 97,
+            "clock_events": 0x4,
         }
         self.readings.update(overrides)
 
@@ -142,3 +149,26 @@ class FakeNvmlLib:
 
     def nvmlEventSetFree(self, event_set: str) -> None:
         return None
+
+    def nvmlDeviceGetClockInfo(self, h: int, clock: int) -> Any:
+        return self._get("clocks")[clock]
+
+    def nvmlDeviceGetTemperature(self, h: int, sensor: int) -> Any:
+        return self._get("temp")
+
+    def nvmlDeviceGetFieldValues(self, h: int, field_ids: list[int]) -> Any:
+        self._get("hbm_temp")
+        value = SimpleNamespace(uiVal=self.readings["hbm_temp"])
+        return [SimpleNamespace(nvmlReturn=0, valueType=1, value=value)]
+
+    def nvmlDeviceGetPowerUsage(self, h: int) -> Any:
+        return self._get("power_mw")
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h: int) -> Any:
+        return self._get("power_limit_mw")
+
+    def nvmlDeviceGetUtilizationRates(self, h: int) -> Any:
+        return SimpleNamespace(gpu=self._get("util"))
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h: int) -> Any:
+        return self._get("clock_events")
