@@ -34,15 +34,17 @@ def record_trace(step: Callable[[], Any], device: torch.device, iterations: int 
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    with _PROFILER_LOCK, warnings.catch_warnings(), torch.profiler.profile(activities=activities) as prof:
-        warnings.simplefilter("ignore", UserWarning)
-        for _ in range(iterations):
-            step()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+    with _PROFILER_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "Profiler clears events at the end of each cycle"
+        with torch.profiler.profile(activities=activities) as prof:
+            for _ in range(iterations):
+                step()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+        events = prof.events()
     return [
         {"name": e.name, "device_type": str(e.device_type).split(".")[-1], "device_index": e.device_index}
-        for e in prof.events()
+        for e in events
     ]
 
 
