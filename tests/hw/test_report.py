@@ -14,7 +14,7 @@ EVIDENCE = Path(__file__).parents[2] / "evidence" / "h200" / "hw_h200.json"
 def h200_report() -> HwReport:
     doc = json.loads(EVIDENCE.read_text())
     assert set(doc) == {"gpus", "trials"}
-    return HwReport(gpus=doc["gpus"], trials=[TrialResult(**t) for t in doc["trials"]])
+    return HwReport.from_json(doc)
 
 
 def test_round_trip_of_the_evidence_json_is_exact() -> None:

@@ -37,7 +37,7 @@ def judge_burn(
     best_tflops: float,
     min_share: float,
 ) -> TrialResult:
-    share = compute["tflops"] / best_tflops if best_tflops > 0 else 0.0
+    share = compute["tflops"] / best_tflops if best_tflops > 0 else 1.0  # all at zero: no relative deficit
     evidence = {
         **compute,
         "share_of_best": round(share, 4),

@@ -100,6 +100,11 @@ class HwReport(BaseModel):
             "trials": [t.to_json() for t in self.trials],
         }
 
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> HwReport:
+        """Read back a sheet written by :meth:`to_json` (e.g. a run folder's summary.json)."""
+        return cls(gpus=doc["gpus"], trials=[TrialResult(**t) for t in doc["trials"]])
+
     @property
     def ok(self) -> bool:
         """True when no verdict by itself makes the run fail (see ``Verdict.ok``)."""
