@@ -34,10 +34,11 @@ from seatrial.cli import (  # noqa: E402
     bench,
     demo,
     guard,
+    hw,
     report,
 )
 
-for _module in (bench, demo, guard, report):
+for _module in (bench, demo, guard, hw, report):
     _module.register(app)
 
 

@@ -1,0 +1,46 @@
+"""The console table and the HTML section, rendered from the committed H200 evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from seatrial.hw import HwReport, TrialResult, render_hw_section, render_text
+from seatrial.verdict import Verdict
+
+EVIDENCE = Path(__file__).parents[2] / "evidence" / "h200" / "hw_h200.json"
+
+
+def h200_report() -> HwReport:
+    doc = json.loads(EVIDENCE.read_text())
+    assert set(doc) == {"gpus", "trials"}
+    return HwReport.from_json(doc)
+
+
+def test_round_trip_of_the_evidence_json_is_exact() -> None:
+    assert h200_report().to_json() == json.loads(EVIDENCE.read_text())
+
+
+def test_table_shows_each_trial_with_its_figures() -> None:
+    text = render_text(h200_report(), width=220)
+    assert "precision.fp8" in text and "nvjet_sm90_qqtst_144x128_128x6_1x2_h_bz_coopA_algo2_TNN" in text
+    assert "UNSUPPORTED" in text and "CUBLAS_STATUS_NOT_SUPPORTED" in text
+    burn = next(line for line in text.splitlines() if line.startswith("│ burn"))
+    assert "PASS" in burn and "share 100%" in burn and "events sw_power_cap" in burn
+
+
+def test_table_matches_the_printed_evidence_rows() -> None:
+    printed = (EVIDENCE.parent / "run" / "table.txt").read_text()
+    assert render_text(h200_report()) == printed
+
+
+def test_html_section_is_an_escaped_fragment_with_telemetry() -> None:
+    report = h200_report()
+    report.trials.append(
+        TrialResult(name="dcgm", gpu=None, verdict=Verdict.UNAVAILABLE, reason="<script>x</script>")
+    )
+    html = render_hw_section(report)
+    assert html.startswith('<section class="seatrial-hw">') and html.rstrip().endswith("</section>")
+    assert "&lt;script&gt;x&lt;/script&gt;" in html and "<script>" not in html
+    assert "burn telemetry, GPU 0 (61 samples)" in html
+    assert html.count('<tr class="verdict-pass">') == sum(t.verdict is Verdict.PASS for t in report.trials)
