@@ -19,6 +19,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from seatrial.checkpoint.convert import ConvertOptions, ConvertResult, convert_checkpoint
+
 PLE = "model.ple.ple_embedding.ngram_embedding"
 PLE_SHARDS = 8
 PLE_ROWS = 300
@@ -104,3 +106,14 @@ def build_replica(root: Path) -> Path:
 @pytest.fixture
 def replica(tmp_path: Path) -> Path:
     return build_replica(tmp_path / "src")
+
+
+def convert(src: Path, dst: Path, **kwargs: object) -> ConvertResult:
+    """Run the library conversion with both seed-000 options unless told otherwise."""
+    options = {"lm_head_bf16": True, "fidelity_row_stride": 1, **kwargs}
+    return convert_checkpoint(ConvertOptions(src=src, dst=dst, **options))  # type: ignore[arg-type]
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` by relative name, with its content."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
