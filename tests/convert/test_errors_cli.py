@@ -55,7 +55,7 @@ def test_non_finite_value_is_refused_before_writing(replica: Path, tmp_path: Pat
     tensors = load_file(str(path))
     tensors[f"{PLE}.shard_4.weight"][7, 3] = float("nan")
     save_file(tensors, str(path))
-    with pytest.raises(CheckpointError, match="shard_4.weight: non-finite value"):
+    with pytest.raises(CheckpointError, match=r"shard_4\.weight: non-finite value"):
         convert(replica, tmp_path / "dst")
     assert not (tmp_path / "dst").exists()
 
@@ -66,7 +66,7 @@ def test_lm_head_that_is_not_fp8(tmp_path: Path) -> None:
     tensors = load_file(str(path))
     tensors["lm_head.weight"] = tensors["lm_head.weight"].to(torch.bfloat16)
     save_file(tensors, str(path))
-    with pytest.raises(CheckpointError, match="lm_head.weight is BF16, not 2-D FP8"):
+    with pytest.raises(CheckpointError, match=r"lm_head\.weight is BF16, not 2-D FP8"):
         convert(src, tmp_path / "dst")
 
 

@@ -92,7 +92,7 @@ def test_full_disk_removes_the_temporary_and_says_where_to_resume(
         return original(self, data)
 
     monkeypatch.setattr(stio.HashingWriter, "write", write)
-    with pytest.raises(CheckpointError, match="disk full while writing .*00006-of-00008.*--resume"):
+    with pytest.raises(CheckpointError, match=r"disk full while writing .*00006-of-00008.*--resume"):
         convert(replica, dst)
     monkeypatch.undo()
     assert not list(dst.glob(".seatrial-tmp-*"))
