@@ -148,9 +148,10 @@ def test_fidelity_matches_an_independent_computation(converted: tuple[Path, Path
         cosines.append(torch.nn.functional.cosine_similarity(src[live], deq[live], dim=1))
     cos = torch.cat(cosines)
     fid = table.fidelity
-    assert fid.snr_db == pytest.approx(10 * math.log10(signal / noise), rel=1e-9)
-    assert fid.row_cosine_mean == pytest.approx(float(cos.mean()), rel=1e-9)
-    assert fid.row_cosine_min == pytest.approx(float(cos.min()), rel=1e-9)
+    # row products are float32 (sums float64): agreement to ~1e-7 relative
+    assert fid.snr_db == pytest.approx(10 * math.log10(signal / noise), rel=1e-6)
+    assert fid.row_cosine_mean == pytest.approx(float(cos.mean()), rel=1e-6)
+    assert fid.row_cosine_min == pytest.approx(float(cos.min()), rel=1e-6)
     assert fid.flushed_to_zero_share == flushed / elements > 0
     assert fid.rows_measured == PLE_SHARDS * (PLE_ROWS - 1)
 

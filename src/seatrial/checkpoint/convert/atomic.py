@@ -41,7 +41,10 @@ def write_atomic(
             writer = HashingWriter(fh)
             header = encode_header(specs, None)
             writer.write(header)
-            produce(writer)
+            try:
+                produce(writer)
+            finally:
+                writer.drain()
             if writer.written_bytes != len(header) + expected:
                 raise CheckpointError(
                     final, f"wrote {writer.written_bytes} bytes, planned {len(header) + expected}"

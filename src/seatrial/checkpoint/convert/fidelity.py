@@ -1,6 +1,7 @@
 """Round-trip fidelity of an FP8 table against its source, as in seed 000's fidelity table.
 
-Definitions (``w`` = source value as float32, ``d`` = dequantized FP8 value as float32):
+Definitions (``w`` = source value, ``d`` = dequantized FP8 value, both float32; per-row products in
+float32, sums over rows in float64):
 - ``snr_db = 10 log10(sum w^2 / sum (w - d)^2)`` over the measured rows.
 - row cosine = ``<w, d> / (|w| |d|)`` per measured row; rows whose source is all zero are skipped;
   a nonzero row flushed entirely to zero has cosine 0.
@@ -51,11 +52,11 @@ def accumulate(stats: ShardFidelity, source: np.ndarray, dequant: np.ndarray) ->
     """Add measured rows (2-D float32 arrays of equal shape) to ``stats``."""
     if source.size == 0:
         return
-    src = source.astype(np.float64)
-    deq = dequant.astype(np.float64)
-    dot = np.einsum("ij,ij->i", src, deq)
-    src_sq = np.einsum("ij,ij->i", src, src)
-    deq_sq = np.einsum("ij,ij->i", deq, deq)
+    src = source.astype(np.float32, copy=False)
+    deq = dequant.astype(np.float32, copy=False)
+    dot = np.einsum("ij,ij->i", src, deq).astype(np.float64)
+    src_sq = np.einsum("ij,ij->i", src, src).astype(np.float64)
+    deq_sq = np.einsum("ij,ij->i", deq, deq).astype(np.float64)
     err = src - deq
     live = src_sq > 0
     denom = np.sqrt(src_sq[live] * deq_sq[live])
@@ -65,7 +66,7 @@ def accumulate(stats: ShardFidelity, source: np.ndarray, dequant: np.ndarray) ->
     stats.elements_measured += int(src.size)
     stats.flushed_elements += int(((src != 0) & (deq == 0)).sum())
     stats.signal_sq_sum += float(src_sq.sum())
-    stats.noise_sq_sum += float(np.einsum("ij,ij->", err, err))
+    stats.noise_sq_sum += float(np.einsum("ij,ij->i", err, err).sum(dtype=np.float64))
     stats.cosine_sum += float(cosine.sum())
     if cosine.size:
         stats.cosine_min = min(stats.cosine_min, float(cosine.min()))

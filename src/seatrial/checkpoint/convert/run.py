@@ -95,8 +95,20 @@ def convert_checkpoint(opts: ConvertOptions, progress: ProgressSink | None = Non
         files=runner.counts,
         removed_temporaries=removed,
         elapsed_ms=(time.perf_counter_ns() - started_ns) / 1e6,
-        peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        peak_rss_bytes=peak_rss_bytes(),
     )
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident set: ``VmHWM`` (reset by exec, unlike ``ru_maxrss``, which keeps
+    the parent's peak across fork+exec); ``ru_maxrss`` where /proc is absent."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _open_checked(opts: ConvertOptions) -> SourceCheckpoint:

@@ -10,6 +10,7 @@ Definitions (seed 000, step 4 of the conversion):
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import ml_dtypes
@@ -26,6 +27,8 @@ FLOAT_DTYPES: dict[str, np.dtype] = {
     "F8_E4M3": _FP8,
 }
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="seatrial-fp8")
+_LOCAL = threading.local()
+_PIECE = 1 << 20  # elements per lookup task: an 8 MiB index buffer per thread
 
 
 def ceil_to_bf16(value: float) -> float:
@@ -51,6 +54,8 @@ def fp8_scale(global_max: float) -> float:
 
 def to_float32(raw: np.ndarray, dtype: str) -> np.ndarray:
     """Interpret raw unsigned-integer storage of safetensors ``dtype`` as float32 values."""
+    if dtype == "BF16":  # BF16 is the upper half of a float32: exact by a shift
+        return (raw.astype(np.uint32) << np.uint32(16)).view(np.float32)
     return raw.view(FLOAT_DTYPES[dtype]).astype(np.float32)
 
 
@@ -73,25 +78,40 @@ def dequant_lut(scale: float) -> np.ndarray:
     return np.arange(256, dtype=np.uint8).view(_FP8).astype(np.float32) * np.float32(scale)
 
 
-def quantize_raw(raw: np.ndarray, dtype: str, scale: float, lut: np.ndarray | None) -> np.ndarray:
-    """FP8 codes of raw ``dtype`` storage; 16-bit inputs go through ``lut`` (two threads), F32 directly."""
+def quantize_raw(
+    raw: np.ndarray, dtype: str, scale: float, lut: np.ndarray | None, out: np.ndarray | None = None
+) -> np.ndarray:
+    """FP8 codes of raw ``dtype`` storage; 16-bit inputs go through ``lut`` (two threads), F32 directly.
+
+    ``out``: optional 1-D uint8 buffer whose head receives the codes.
+    """
     if lut is None:
         return quantize_f32(to_float32(raw, dtype), scale)
     flat = raw.reshape(-1)
-    out = np.empty(flat.shape, dtype=np.uint8)
-    half = flat.size // 2
-    parts = [(flat[:half], out[:half]), (flat[half:], out[half:])]
-    futures = [_POOL.submit(np.take, lut, src, None, dst, "wrap") for src, dst in parts]
-    for future in futures:
-        future.result()
+    out = out[: flat.size] if out is not None else np.empty(flat.shape, dtype=np.uint8)
+    starts = range(0, flat.size, _PIECE)
+    for _ in _POOL.map(lambda s: _take_piece(lut, flat[s : s + _PIECE], out[s : s + _PIECE]), starts):
+        pass
     return out.reshape(raw.shape)
+
+
+def _take_piece(lut: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+    """``dst = lut[src]`` through a reused per-thread index buffer (numpy would allocate one per call)."""
+    index = getattr(_LOCAL, "index", None)
+    if index is None:
+        index = _LOCAL.index = np.empty(_PIECE, dtype=np.intp)
+    np.copyto(index[: src.size], src, casting="unsafe")
+    np.take(lut, index[: src.size], out=dst, mode="wrap")
 
 
 def max_abs(raw: np.ndarray, dtype: str) -> float:
     """Largest magnitude in raw ``dtype`` storage (NaN if any element is not finite)."""
     if dtype in ("BF16", "F16"):
-        # For sign-cleared 16-bit floats the bit pattern order is the magnitude order.
-        top = int((raw & np.uint16(0x7FFF)).max()) if raw.size else 0
+        # Sign-magnitude: among non-negative patterns (int16 >= 0) and among negative ones (uint16 >=
+        # 0x8000) the pattern order is the magnitude order, so two reductions find the top magnitude.
+        if raw.size == 0:
+            return 0.0
+        top = max(int(raw.view(np.int16).max()), int(raw.max()) - 0x8000, 0)
         value = float(np.array([top], dtype=np.uint16).view(FLOAT_DTYPES[dtype])[0])
         return value if np.isfinite(value) else float("nan")
     values = to_float32(raw, dtype)
@@ -100,7 +120,9 @@ def max_abs(raw: np.ndarray, dtype: str) -> float:
 
 def fp8_codes_finite(codes: np.ndarray) -> bool:
     """True when no code is E4M3FN's NaN (0x7F / 0xFF)."""
-    return not bool(((codes & np.uint8(0x7F)) == np.uint8(0x7F)).any())
+    if codes.size == 0:
+        return True
+    return int(codes.max()) != 0xFF and int(codes.view(np.int8).max()) != 0x7F
 
 
 def restore_bf16(codes: np.ndarray, scale: np.ndarray) -> np.ndarray:

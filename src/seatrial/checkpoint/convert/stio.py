@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -89,11 +90,17 @@ def read_header(path: Path) -> tuple[dict[str, TensorEntry], dict[str, str]]:
     return tensors, metadata
 
 
-def read_rows(fh: BinaryIO, entry: TensorEntry, row_start: int, row_stop: int) -> np.ndarray:
-    """Read rows ``[row_start, row_stop)`` of ``entry`` as raw unsigned integers, shape (rows, inner)."""
+def read_rows(
+    fh: BinaryIO, entry: TensorEntry, row_start: int, row_stop: int, buffer: np.ndarray | None = None
+) -> np.ndarray:
+    """Read rows ``[row_start, row_stop)`` of ``entry`` as raw unsigned integers, shape (rows, inner).
+
+    With ``buffer`` (1-D, of the raw dtype, large enough) the rows land in its head: no new allocation.
+    """
     itemsize = ITEMSIZE_BYTES[entry.dtype]
     count_bytes = (row_stop - row_start) * entry.row_bytes
-    buf = np.empty(count_bytes // itemsize, dtype=_RAW_VIEW[itemsize])
+    count = count_bytes // itemsize
+    buf = buffer[:count] if buffer is not None else np.empty(count, dtype=_RAW_VIEW[itemsize])
     fh.seek(entry.begin + row_start * entry.row_bytes)
     got = fh.readinto(buf.data.cast("B"))  # type: ignore[attr-defined]
     if got != count_bytes:
@@ -138,13 +145,36 @@ def encode_header(specs: list[TensorSpec], metadata: dict[str, str] | None) -> b
     return struct.pack("<Q", len(body)) + body
 
 
+def raw_dtype(dtype: str) -> np.dtype:
+    """The unsigned integer dtype that carries ``dtype``'s elements."""
+    return np.dtype(_RAW_VIEW[ITEMSIZE_BYTES[dtype]])
+
+
+_WRITER_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seatrial-write")
+
+
 class HashingWriter:
-    """Sequential writer that hashes (SHA-256) and counts every byte it writes."""
+    """Sequential writer that hashes (SHA-256) and counts every byte it writes.
+
+    ``write_async`` hands one buffer to a background thread (file write and hash release the GIL)
+    and returns; the caller must not touch that buffer until the next ``write_async`` or ``drain``.
+    """
 
     def __init__(self, fh: BinaryIO) -> None:
         self._fh = fh
         self.sha256 = hashlib.sha256()
         self.written_bytes = 0
+        self._pending: Future[None] | None = None
+
+    def write_async(self, data: np.ndarray) -> None:
+        self.drain()
+        self._pending = _WRITER_THREAD.submit(self.write, data)
+
+    def drain(self) -> None:
+        """Wait for the background write, re-raising its error."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
 
     def write(self, data: bytes | memoryview | np.ndarray) -> None:
         view = data.data.cast("B") if isinstance(data, np.ndarray) else memoryview(data)

@@ -19,7 +19,14 @@ from seatrial.checkpoint.convert.scale import (
     to_float32,
 )
 from seatrial.checkpoint.convert.source import SourceCheckpoint, SourceTensor
-from seatrial.checkpoint.convert.stio import HashingWriter, TensorEntry, iter_row_blocks, read_rows
+from seatrial.checkpoint.convert.stio import (
+    ITEMSIZE_BYTES,
+    HashingWriter,
+    TensorEntry,
+    iter_row_blocks,
+    raw_dtype,
+    read_rows,
+)
 from seatrial.errors import CheckpointError
 
 Advance = Callable[[int], None]
@@ -34,20 +41,37 @@ class TableWriter:
         self.chunk_bytes = chunk_bytes
         self.lut = fp8_lut(record.source_dtype, record.scale) if record.source_dtype != "F32" else None
         self.deq = dequant_lut(record.scale)
+        self._raw = np.empty(0, dtype=raw_dtype(record.source_dtype))
+        self._codes = [np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint8)]
+        self._turn = 0
+
+    def _buffers(self, elements: int) -> tuple[np.ndarray, np.ndarray]:
+        """The reused source buffer and the next of two code buffers (one may be in flight to disk)."""
+        if self._raw.size < elements:
+            self._raw = np.empty(elements, dtype=self._raw.dtype)
+        self._turn ^= 1
+        if self._codes[self._turn].size < elements:
+            self._codes[self._turn] = np.empty(elements, dtype=np.uint8)
+        return self._raw, self._codes[self._turn]
 
     def write_shard(
         self, root: Path, shard: SourceTensor, stats: ShardFidelity, out: HashingWriter, advance: Advance
     ) -> None:
         entry = shard.entry
+        blocks = iter_row_blocks(entry, self.chunk_bytes)
+        elements = (blocks[0][1] - blocks[0][0]) * entry.row_bytes // ITEMSIZE_BYTES[entry.dtype]
         with (root / shard.file).open("rb") as fh:
-            for start, stop in iter_row_blocks(entry, self.chunk_bytes):
-                raw = read_rows(fh, entry, start, stop)
-                codes = quantize_raw(raw, entry.dtype, self.record.scale, self.lut)
+            for start, stop in blocks:
+                raw_buf, codes_buf = self._buffers(elements)
+                raw = read_rows(fh, entry, start, stop, raw_buf)
+                codes = quantize_raw(raw, entry.dtype, self.record.scale, self.lut, codes_buf).reshape(
+                    raw.shape
+                )
                 if not fp8_codes_finite(codes):
                     raise CheckpointError(
                         root / shard.file, f"{entry.name}: non-finite value in rows {start}-{stop}"
                     )
-                out.write(codes)
+                out.write_async(codes)
                 first = (-start) % self.row_stride
                 measured = codes[first :: self.row_stride]
                 accumulate(stats, to_float32(raw[first :: self.row_stride], entry.dtype), self.deq[measured])

@@ -1,0 +1,88 @@
+"""Benchmark: ``seatrial convert`` of a 16-shard BF16 table (~1 GB) against ``cp -r`` of the same source.
+
+Both read the same source from the same disk in the same run (alternating, each twice, best kept).
+Prints the throughput ratio (cp wall time / convert wall time; target >= 0.7) and the converter's peak
+RSS over the interpreter's baseline against one shard's source size (target < 2.5x).
+Run: ``nice -n 10 env PYTHONPATH=src python benchmarks/convert_vs_cp.py [WORKDIR]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _replica import build  # noqa: E402
+
+SHARDS = 16
+SHARD_BYTES = 64 * 1024 * 1024
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+BASELINE = (
+    "import resource, seatrial.cli.app, seatrial.checkpoint.convert;"
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)"
+)
+
+
+def timed(cmd: list[str]) -> float:
+    subprocess.run(["sync"], check=True)
+    start = time.perf_counter_ns()
+    subprocess.run(cmd, check=True, env=ENV, stdout=subprocess.DEVNULL)
+    return (time.perf_counter_ns() - start) / 1e9
+
+
+def convert_cmd(src: Path, dst: Path, report: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "seatrial.cli.app", "convert", str(src), str(dst), "--lm-head-bf16",
+            "--json", str(report), *extra]  # fmt: skip
+
+
+def main() -> None:
+    work = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="seatrial-bench-", dir="/var/tmp"))
+    try:
+        src = build(work / "src", SHARDS, SHARD_BYTES)
+        source_bytes = sum(p.stat().st_size for p in src.iterdir())
+        shard_bytes = (SHARD_BYTES // (160 * 2)) * 160 * 2
+        cp_s, conv_s, reports = [], [], []
+        for i in range(2):
+            cp_s.append(timed(["cp", "-r", str(src), str(work / f"cp{i}")]))
+            report = work / f"report{i}.json"
+            conv_s.append(timed(convert_cmd(src, work / f"dst{i}", report)))
+            reports.append(json.loads(report.read_text()))
+            shutil.rmtree(work / f"cp{i}")
+            shutil.rmtree(work / f"dst{i}")
+        cp_sync = timed(["sh", "-c", f"cp -r {src} {work / 'cps'} && sync"])
+        full = timed(convert_cmd(src, work / "dstf", work / "full.json", "--fidelity-row-stride", "1"))
+        base = int(subprocess.run([sys.executable, "-c", BASELINE], env=ENV, capture_output=True, text=True,
+                                  check=True).stdout)  # fmt: skip
+        peak = max(r["peak_rss_bytes"] for r in reports)
+        inproc = min(r["elapsed_ms"] for r in reports) / 1e3
+        mb = source_bytes / 1e6
+        print(f"source: {SHARDS} BF16 shard tensors x {shard_bytes / 2**20:.1f} MiB in one file; {mb:,.0f} MB total")
+        print(f"cp -r           : best {min(cp_s):.2f} s  ({mb / min(cp_s):,.0f} MB/s)  runs {[round(x, 2) for x in cp_s]}")
+        print(f"cp -r + sync    : {cp_sync:.2f} s  ({mb / cp_sync:,.0f} MB/s)")
+        print(f"seatrial convert: best {min(conv_s):.2f} s  ({mb / min(conv_s):,.0f} MB/s)  runs "
+              f"{[round(x, 2) for x in conv_s]}  (in-process {inproc:.2f} s; fsyncs every output)")  # fmt: skip
+        print(f"throughput ratio convert/cp = {min(cp_s) / min(conv_s):.2f}x  (target >= 0.7x)")
+        print(f"  in-process work only      = {min(cp_s) / inproc:.2f}x")
+        print(f"  vs cp -r + sync           = {cp_sync / min(conv_s):.2f}x")
+        print(f"convert with --fidelity-row-stride 1 (every row measured): {full:.2f} s "
+              f"= {min(cp_s) / full:.2f}x cp")  # fmt: skip
+        over = peak - base
+        print(f"peak RSS {peak / 2**20:.0f} MiB, interpreter baseline {base / 2**20:.0f} MiB, over baseline "
+              f"{over / 2**20:.0f} MiB = {over / shard_bytes:.2f}x one shard's source ({shard_bytes / 2**20:.1f} MiB);"
+              " target < 2.5x")  # fmt: skip
+        snr = reports[0]["tables"][0]["fidelity"]
+        print(f"fidelity (every 16th row): SNR {snr['snr_db']:.2f} dB, row cosine mean {snr['row_cosine_mean']:.5f}")
+    finally:
+        if len(sys.argv) <= 1:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
