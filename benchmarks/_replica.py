@@ -36,6 +36,8 @@ def build(root: Path, shards: int, shard_bytes: int, seed: int = 0) -> Path:
             total += t.numel() * t.element_size()
     index = {"metadata": {"total_size": total}, "weight_map": weight_map}
     (root / "model.safetensors.index.json").write_text(json.dumps(index))
-    config = {"quantization_config": {"config_groups": {"g": {"targets": ["Linear", "lm_head"]}}, "ignore": []}}
+    config = {
+        "quantization_config": {"config_groups": {"g": {"targets": ["Linear", "lm_head"]}}, "ignore": []}
+    }
     (root / "config.json").write_text(json.dumps(config))
     return root

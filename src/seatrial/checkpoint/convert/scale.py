@@ -10,6 +10,7 @@ Definitions (seed 000, step 4 of the conversion):
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -26,7 +27,7 @@ FLOAT_DTYPES: dict[str, np.dtype] = {
     "F32": np.dtype(np.float32),
     "F8_E4M3": _FP8,
 }
-_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="seatrial-fp8")
+_POOL = ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2)), thread_name_prefix="seatrial-fp8")
 _LOCAL = threading.local()
 _PIECE = 1 << 20  # elements per lookup task: an 8 MiB index buffer per thread
 
