@@ -63,8 +63,7 @@ def convert_checkpoint(opts: ConvertOptions, progress: ProgressSink | None = Non
         sink.phase("scan", sum(t.source_bytes for t in tables))
         manifest = build_manifest(source, opts, tables, lm_head, sink.advance)
         _check_free_space(source, manifest, _existing_ancestor(opts.dst))
-        opts.dst.mkdir(parents=True)
-        save_manifest(opts.dst, manifest)
+        _create_destination(opts.dst, manifest)
     removed = remove_temporaries(opts.dst, _JSON_NAMES)
     runner = OutputRunner(source, opts, manifest, sink.advance)
     sink.phase("convert", runner.total_bytes())
@@ -141,6 +140,15 @@ def _check_free_space(source: SourceCheckpoint, manifest: Manifest, where: Path)
     free = shutil.disk_usage(where).free
     if free < needed:
         raise CheckpointError(where, f"needs {needed} bytes for DST, only {free} free")
+
+
+def _create_destination(dst: Path, manifest: Manifest) -> None:
+    """DST appears with its manifest already inside (staged, then renamed): never without one."""
+    staging = dst.with_name(f".{dst.name}.seatrial-new")
+    shutil.rmtree(staging, ignore_errors=True)  # left by a run killed right here
+    staging.mkdir(parents=True)
+    save_manifest(staging, manifest)
+    staging.rename(dst)
 
 
 def _existing_ancestor(path: Path) -> Path:
