@@ -15,7 +15,7 @@ import torch
 from conftest import HIDDEN, PLE, PLE_DIM, PLE_ROWS, PLE_SHARDS, VOCAB, convert, lm_head_tensors, ple_tensors
 from safetensors.torch import load_file
 
-from seatrial.checkpoint.convert import ConvertResult
+from seatrial.checkpoint.convert import ConvertOptions, ConvertResult, convert_checkpoint
 
 
 def _ceil_bf16(value: float) -> float:
@@ -180,3 +180,34 @@ def test_max_file_bytes_bounds_every_table_file(replica: Path, tmp_path: Path) -
     result = convert(replica, tmp_path / "dst", max_file_bytes=bound)
     sizes = [(tmp_path / "dst" / f).stat().st_size for f in result.tables[0].output_files]
     assert max(sizes) <= bound and len(sizes) == 4
+
+
+def test_lm_head_only_with_embedding_off_and_custom_scale_name(replica: Path, tmp_path: Path) -> None:
+    result = convert(replica, tmp_path / "a", embedding_pattern=None)
+    assert result.tables == [] and result.lm_head is not None
+    index = json.loads((tmp_path / "a" / "model.safetensors.index.json").read_text())
+    assert index["weight_map"][f"{PLE}.shard_0.weight"] == "model-00002-of-00003.safetensors"
+    custom = convert(replica, tmp_path / "b", scale_name="{table}.global_scale", lm_head_bf16=False)
+    assert custom.tables[0].scale_name == f"{PLE}.global_scale"
+    assert f"{PLE}.global_scale" in _tensors(tmp_path / "b")
+    assert "lm_head.weight_scale" in _tensors(tmp_path / "b")  # lm_head untouched without the flag
+
+
+def test_progress_reports_every_byte_and_outputs_are_world_readable(replica: Path, tmp_path: Path) -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.phases: list[list[int]] = []
+
+        def phase(self, name: str, total_bytes: int) -> None:
+            self.phases.append([total_bytes, 0])
+
+        def advance(self, nbytes: int) -> None:
+            self.phases[-1][1] += nbytes
+
+    recorder = Recorder()
+    convert_checkpoint(ConvertOptions(src=replica, dst=tmp_path / "dst", lm_head_bf16=True), recorder)
+    ple_bytes = PLE_SHARDS * PLE_ROWS * PLE_DIM * 2
+    assert recorder.phases[0] == [ple_bytes, ple_bytes]  # the scan pass
+    assert recorder.phases[1][0] == recorder.phases[1][1] > ple_bytes  # the convert pass
+    for name in ("config.json", "model.safetensors.index.json", "seatrial-convert-manifest.json"):
+        assert (tmp_path / "dst" / name).stat().st_mode & 0o777 == 0o644

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from seatrial.checkpoint.convert.stio import HashingWriter, TensorSpec, encode_header
 from seatrial.errors import CheckpointError
+from seatrial.jsonio import write_json
 
 TMP_PREFIX = ".seatrial-tmp-"
 
@@ -95,6 +96,13 @@ def remove_temporaries(dst: Path, json_names: tuple[str, ...]) -> list[str]:
             path.unlink()
             removed.append(str(path.relative_to(dst)))
     return removed
+
+
+def write_public_json(path: Path, obj: object) -> None:
+    """``write_json`` (atomic), then mode 0644: its temporary is private (0600), and a loader running
+    as another user must still read config.json and the index."""
+    write_json(path, obj)
+    path.chmod(0o644)
 
 
 def fsync_dir(path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from seatrial.checkpoint.convert.atomic import write_public_json
 from seatrial.checkpoint.convert.config_edit import (
     ConfigChange,
     apply_set_config,
@@ -17,7 +18,7 @@ from seatrial.checkpoint.convert.options import ConvertOptions
 from seatrial.checkpoint.convert.plan import CONFIG_NAME
 from seatrial.checkpoint.convert.source import INDEX_NAME, SourceCheckpoint
 from seatrial.errors import ConfigError
-from seatrial.jsonio import read_json, write_json
+from seatrial.jsonio import read_json
 
 
 def write_metadata(source: SourceCheckpoint, opts: ConvertOptions, manifest: Manifest) -> list[ConfigChange]:
@@ -28,7 +29,7 @@ def write_metadata(source: SourceCheckpoint, opts: ConvertOptions, manifest: Man
         - {t.name for o in manifest.outputs for t in o.tensors}
         - _linked_tensors(source, manifest)
     )
-    write_json(
+    write_public_json(
         opts.dst / CHANGELOG_NAME,
         {
             "src": manifest.src,
@@ -38,7 +39,7 @@ def write_metadata(source: SourceCheckpoint, opts: ConvertOptions, manifest: Man
             "total_size_after": manifest.total_size_after,
         },
     )
-    write_json(opts.dst / INDEX_NAME, _index(source, manifest))
+    write_public_json(opts.dst / INDEX_NAME, _index(source, manifest))
     return changes
 
 
@@ -53,7 +54,7 @@ def _write_config(source: SourceCheckpoint, opts: ConvertOptions, manifest: Mani
     if manifest.lm_head is not None:
         changes += restore_lm_head_config(config, manifest.lm_head.tensor.removesuffix(".weight"))
     changes += apply_set_config(config, parse_set_config(opts.set_config))
-    write_json(opts.dst / CONFIG_NAME, config)
+    write_public_json(opts.dst / CONFIG_NAME, config)
     return changes
 
 

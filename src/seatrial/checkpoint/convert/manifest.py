@@ -12,9 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from seatrial.checkpoint.convert.atomic import write_public_json
 from seatrial.checkpoint.convert.fidelity import ShardFidelity
 from seatrial.errors import CheckpointError
-from seatrial.jsonio import read_json, write_json
+from seatrial.jsonio import read_json
 
 MANIFEST_NAME = "seatrial-convert-manifest.json"
 CHANGELOG_NAME = "seatrial-convert-changelog.json"
@@ -102,7 +103,7 @@ class Manifest(_Model):
 
 def save_manifest(dst: Path, manifest: Manifest) -> None:
     """Write the manifest atomically into ``dst``."""
-    write_json(dst / MANIFEST_NAME, manifest.model_dump(mode="json"))
+    write_public_json(dst / MANIFEST_NAME, manifest.model_dump(mode="json"))
 
 
 def load_manifest(dst: Path) -> Manifest:
