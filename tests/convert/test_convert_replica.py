@@ -35,7 +35,11 @@ def _fp8(w: torch.Tensor, scale: float) -> torch.Tensor:
 @pytest.fixture
 def converted(replica: Path, tmp_path: Path) -> tuple[Path, Path, ConvertResult]:
     dst = tmp_path / "dst"
-    edits = ["layer_types.1=full_attention", "layer_types.2=full_attention"]
+    edits = [
+        "layer_types.1=full_attention",
+        "layer_types.2=full_attention",
+        "ple_embedding_dtype=float8_e4m3fn",
+    ]
     result = convert(replica, dst, set_config=edits)
     return replica, dst, result
 
@@ -113,9 +117,12 @@ def test_config_surgery_and_change_log(converted: tuple[Path, Path, ConvertResul
     assert all("lm_head" not in g["targets"] for g in qcfg["config_groups"].values())
     assert qcfg["ignore"] == ["re:.*ple.*", "model.embed_tokens", "lm_head"]
     assert config["layer_types"] == ["full_attention"] * 4
+    assert config["ple_embedding_dtype"] == "float8_e4m3fn"
     log = json.loads((dst / "seatrial-convert-changelog.json").read_text())
     keys = [c["key"] for c in log["changes"]]
     assert "layer_types.1" in keys and "quantization_config.ignore" in keys
+    new_key = next(c for c in log["changes"] if c["key"] == "ple_embedding_dtype")
+    assert (new_key["before"], new_key["reason"]) == (None, "--set-config (new key)")
     assert log["tensors_removed_from_index"] == ["lm_head.weight_scale"]
     assert len(result.config_changes) == len(log["changes"])
 

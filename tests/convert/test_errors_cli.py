@@ -73,8 +73,10 @@ def test_lm_head_that_is_not_fp8(tmp_path: Path) -> None:
 def test_bad_flags(replica: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--shards 9: the table has only 8"):
         convert(replica, tmp_path / "a", shards=9)
-    with pytest.raises(ConfigError, match="'no_such_key' does not exist"):
-        convert(replica, tmp_path / "b", set_config=["no_such_key=1"])
+    with pytest.raises(ConfigError, match=r"'no_such\.key' does not exist"):
+        convert(replica, tmp_path / "b", set_config=["no_such.key=1"])
+    with pytest.raises(ConfigError, match=r"'layer_types\.9' does not exist"):
+        convert(replica, tmp_path / "c", set_config=["layer_types.9=full_attention"])
     with pytest.raises(ConfigError, match="must not be the source"):
         convert(replica, replica / "inside")
 

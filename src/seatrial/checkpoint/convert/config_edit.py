@@ -7,7 +7,8 @@ converter writes to the change log in DST. Rules:
 - FP8 tables: their ``ignore`` entries stay (the table is a gather, not a GEMM; the runtime's FP8
   embedding path loads it by the scale tensor); the change log records the new storage.
 - ``--set-config KEY=VALUE``: KEY is a dotted path (integers index lists, e.g. ``layer_types.3``);
-  VALUE is parsed as JSON when it parses, else kept as a string. The path must already exist.
+  VALUE is parsed as JSON when it parses, else kept as a string. Every parent must already exist;
+  the last key may be new in an object (e.g. ``ple_embedding_dtype``), a list index may not.
 """
 
 from __future__ import annotations
@@ -50,9 +51,11 @@ def apply_set_config(config: dict[str, Any], pairs: list[tuple[str, Any]]) -> li
     changes = []
     for key, value in pairs:
         parent, last = _resolve_parent(config, key)
-        before = parent[last]
+        is_new = isinstance(parent, dict) and last not in parent
+        before = None if is_new else parent[last]
         parent[last] = value
-        changes.append(ConfigChange(key=key, before=before, after=value, reason="--set-config"))
+        reason = "--set-config (new key)" if is_new else "--set-config"
+        changes.append(ConfigChange(key=key, before=before, after=value, reason=reason))
     return changes
 
 
@@ -62,8 +65,10 @@ def _resolve_parent(config: dict[str, Any], key: str) -> tuple[Any, Any]:
     path: list[Any] = []
     for part in parts:
         step: Any = int(part) if isinstance(node, list) and part.lstrip("-").isdigit() else part
+        is_last = len(path) == len(parts) - 1
         try:
-            node[step]
+            if not (is_last and isinstance(node, dict)):
+                node[step]
         except (KeyError, IndexError, TypeError):
             raise ConfigError(f"--set-config: {key!r} does not exist in config.json") from None
         path.append(step)
