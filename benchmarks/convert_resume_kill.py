@@ -1,7 +1,9 @@
 """Benchmark: kill -9 ``seatrial convert`` at random points, then ``--resume``; 20 trials.
 
 A trial succeeds when DST after the resume is byte-identical (every file, manifest included) to a clean
-run's DST. Prints n/20 (target 20/20) and, per trial, when the kill landed and what DST held then.
+run's DST. Even trials kill at a uniform random time over the clean run's duration; odd trials kill as
+soon as DST holds a uniform random share of its final bytes (so the kill lands inside the write phase
+whatever the machine's load). Prints n/20 (target 20/20) and, per trial, what DST held at the kill.
 Run: ``nice -n 10 env PYTHONPATH=src python benchmarks/convert_resume_kill.py``.
 """
 
@@ -23,7 +25,8 @@ TRIALS = 20
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{Path(__file__).parent}"}
 BUILD = (
-    "import sys; from pathlib import Path; from _replica import build; build(Path(sys.argv[1]), 16, 32 << 20)"
+    "import sys; from pathlib import Path; from convert_vs_cp import build;"
+    "build(Path(sys.argv[1]), 16, 16 << 20)"
 )
 MANIFEST = "seatrial-convert-manifest.json"
 
@@ -51,12 +54,18 @@ def state(dst: Path) -> str:
     return f"{done}/{total} outputs done, {temps} temporaries, complete={manifest['complete']}"
 
 
-def wait_for(path: Path, proc: subprocess.Popen[bytes]) -> float:
-    """Seconds until ``path`` exists (or the process ends), polled every 5 ms."""
-    start = time.perf_counter()
-    while not path.exists() and proc.poll() is None:
-        time.sleep(0.005)
-    return time.perf_counter() - start
+def dst_bytes(dst: Path) -> int:
+    """Bytes under ``dst`` now (temporaries included); 0 before it exists."""
+    try:
+        return sum(p.stat().st_size for p in dst.rglob("*") if p.is_file())
+    except FileNotFoundError:  # a temporary renamed between listing and stat
+        return 0
+
+
+def kill_when(dst: Path, proc: subprocess.Popen[bytes], target_bytes: int) -> None:
+    """Poll every 2 ms until DST holds ``target_bytes`` (or the process ends)."""
+    while proc.poll() is None and dst_bytes(dst) < target_bytes:
+        time.sleep(0.002)
 
 
 def main() -> None:
@@ -66,14 +75,11 @@ def main() -> None:
         src = work / "src"
         subprocess.run([sys.executable, "-c", BUILD, str(src)], check=True, env=ENV)
         start = time.perf_counter()
-        proc = subprocess.Popen(command(src, work / "clean"), env=ENV, stdout=subprocess.DEVNULL)
-        appear_s = wait_for(work / "clean", proc)
-        proc.wait()
+        subprocess.run(command(src, work / "clean"), check=True, env=ENV, capture_output=True)
         clean_s = time.perf_counter() - start
         clean = tree_digest(work / "clean")
-        write_s = clean_s - appear_s
-        print(f"clean run: {clean_s:.2f} s, DST appeared at {appear_s:.2f} s, {len(clean)} files in DST")
-        print("even trials: kill uniform over the whole run; odd trials: uniform over the write phase")
+        final_bytes = dst_bytes(work / "clean")
+        print(f"clean run: {clean_s:.2f} s, {len(clean)} files, {final_bytes:,} bytes in DST")
         identical = killed = 0
         for trial in range(TRIALS):
             dst = work / f"t{trial}"
@@ -82,10 +88,13 @@ def main() -> None:
                 command(src, dst), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )
             if trial % 2 == 0:
-                delay = rng.uniform(0.05, 1.0) * clean_s
+                delay = rng.uniform(0.0, 1.0) * clean_s
+                time.sleep(delay)
+                point = f"at {delay:5.2f} s"
             else:
-                delay = wait_for(dst, proc) + rng.uniform(0.0, 0.9) * write_s
-            time.sleep(max(0.0, delay - (time.perf_counter() - started)))
+                share = rng.uniform(0.0, 1.0)
+                kill_when(dst, proc, int(share * final_bytes))
+                point = f"at {share:4.0%} of DST bytes ({time.perf_counter() - started:5.2f} s)"
             was_running = proc.poll() is None
             if was_running:
                 os.kill(proc.pid, signal.SIGKILL)
@@ -96,7 +105,7 @@ def main() -> None:
             same = resumed.returncode == 0 and tree_digest(dst) == clean
             identical += same
             how = "killed" if was_running else "had finished"
-            print(f"trial {trial + 1:2d}: kill -9 at {delay:5.2f} s ({how}); DST then: {left}; "
+            print(f"trial {trial + 1:2d}: kill -9 {point} ({how}); DST then: {left}; "
                   f"resume rc={resumed.returncode}; identical={same}")  # fmt: skip
             shutil.rmtree(dst)
         print(f"killed mid-run in {killed}/{TRIALS} trials")
