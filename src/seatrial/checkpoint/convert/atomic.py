@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from seatrial.checkpoint.convert.stio import HashingWriter, TensorSpec, encode_header
+from seatrial.checkpoint.convert.stio import OUTPUT_METADATA, HashingWriter, TensorSpec, encode_header
 from seatrial.errors import CheckpointError
 from seatrial.jsonio import write_json
 
@@ -40,7 +40,7 @@ def write_atomic(
     try:
         with tmp.open("wb") as fh:
             writer = HashingWriter(fh)
-            header = encode_header(specs, None)
+            header = encode_header(specs, OUTPUT_METADATA)
             writer.write(header)
             try:
                 produce(writer)

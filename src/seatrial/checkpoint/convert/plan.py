@@ -8,11 +8,12 @@ from dataclasses import dataclass
 
 from seatrial.checkpoint.convert.manifest import OutputRecord, TensorRecord
 from seatrial.checkpoint.convert.options import ConvertOptions
-from seatrial.checkpoint.convert.source import INDEX_NAME, SourceCheckpoint, SourceTensor, Table
-from seatrial.checkpoint.convert.stio import TensorSpec, encode_header
+from seatrial.checkpoint.convert.source import INDEX_NAME, SINGLE_NAME, SourceCheckpoint, SourceTensor, Table
+from seatrial.checkpoint.convert.stio import OUTPUT_METADATA, TensorSpec, encode_header
 from seatrial.errors import CheckpointError, ConfigError
 
 CONFIG_NAME = "config.json"
+REWRITTEN_SINGLE_NAME = "model-00001-of-00001.safetensors"
 SizeOf = Callable[[list[int]], int]
 _LM_HEAD_RE = re.compile(r"^(?:.*\.)?lm_head\.weight$")
 
@@ -86,7 +87,7 @@ def group_shards(
 def file_bytes(tensors: list[TensorRecord]) -> int:
     """Size of a safetensors file holding ``tensors`` as the converter writes it."""
     specs = to_specs(tensors)
-    return len(encode_header(specs, None)) + sum(s.nbytes for s in specs)
+    return len(encode_header(specs, OUTPUT_METADATA)) + sum(s.nbytes for s in specs)
 
 
 def to_specs(tensors: list[TensorRecord]) -> list[TensorSpec]:
@@ -139,7 +140,9 @@ def source_outputs(
             dtype = "BF16" if lm_head and name == lm_head.weight.entry.name else entry.dtype
             kept.append(TensorRecord(name=name, dtype=dtype, shape=list(entry.shape)))
         if kept:
-            outputs.append(OutputRecord(file=fname, kind="rewrite", source_file=fname, tensors=kept))
+            # A lone model.safetensors would shadow the new index in transformers: rename it.
+            out_name = REWRITTEN_SINGLE_NAME if fname == SINGLE_NAME else fname
+            outputs.append(OutputRecord(file=out_name, kind="rewrite", source_file=fname, tensors=kept))
     for fname in source.other_files:
         if fname not in (CONFIG_NAME, INDEX_NAME):
             outputs.append(OutputRecord(file=fname, kind="link", source_file=fname))

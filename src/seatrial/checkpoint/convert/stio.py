@@ -127,6 +127,10 @@ class TensorSpec:
         return int(np.prod(self.shape, dtype=np.int64)) * ITEMSIZE_BYTES[self.dtype]
 
 
+#: ``__metadata__`` of every file the converter writes (transformers refuses other ``format`` values).
+OUTPUT_METADATA = {"format": "pt"}
+
+
 def encode_header(specs: list[TensorSpec], metadata: dict[str, str] | None) -> bytes:
     """The length prefix and JSON header for ``specs`` laid out back to back in the given order."""
     header: dict[str, Any] = {}
