@@ -112,6 +112,8 @@ def main() -> None:
         mb = source_bytes / 1e6
         shard_mib = shard_bytes / 2**20
         print(f"source: {SHARDS} BF16 shard tensors x {shard_mib:.1f} MiB in one file; {mb:,.0f} MB total")
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"machine: {os.cpu_count()} CPUs, load average {load} (shared; this run is niced)")
         runs = [round(x, 2) for x in cp_s]
         print(f"cp -r           : best {min(cp_s):.2f} s  ({mb / min(cp_s):,.0f} MB/s)  runs {runs}")
         print(f"cp -r + sync    : {cp_sync:.2f} s  ({mb / cp_sync:,.0f} MB/s)")
