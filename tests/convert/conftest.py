@@ -96,6 +96,7 @@ def build_replica(root: Path) -> Path:
         "hidden_size": HIDDEN,
         "vocab_size": VOCAB,
         "layer_types": ["full_attention", "sparse_attention", "sparse_attention", "full_attention"],
+        "ple_config": {"ngram_size": 3, "split_ngram_parts": PLE_SHARDS, "ple_embed_dim": PLE_DIM},
         "quantization_config": quantization_config(),
     }
     (root / "config.json").write_text(json.dumps(config, indent=2))

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
+import pytest
 import torch
 from conftest import PLE, convert, lm_head_tensors, ple_tensors
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
+
+from seatrial.checkpoint.convert import atomic
+from seatrial.errors import CheckpointError
 
 
 def test_single_file_source_gets_an_index_and_no_shadowing_file(tmp_path: Path) -> None:
@@ -35,3 +40,28 @@ def test_every_written_file_carries_format_pt_metadata(replica: Path, tmp_path: 
     for name in written:
         with safe_open(str(tmp_path / "dst" / name), framework="pt") as fh:
             assert fh.metadata() == {"format": "pt"}, name
+
+
+def test_shard_count_must_match_config_split_ngram_parts(replica: Path, tmp_path: Path) -> None:
+    config = json.loads((replica / "config.json").read_text())
+    config["ple_config"]["split_ngram_parts"] = 128
+    (replica / "config.json").write_text(json.dumps(config))
+    with pytest.raises(
+        CheckpointError, match=r"8 shard tensors, config\.json declares split_ngram_parts=128"
+    ):
+        convert(replica, tmp_path / "dst")
+
+
+def test_untouched_files_are_copied_when_links_fail(
+    replica: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_link(src: object, dst: object) -> None:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(atomic.os, "link", no_link)
+    result = convert(replica, tmp_path / "dst")
+    assert (result.files["hardlink"], result.files["copy"]) == (0, 2)
+    for name in ("model-00001-of-00003.safetensors", "tokenizer.json"):
+        copied, original = tmp_path / "dst" / name, replica / name
+        assert copied.stat().st_ino != original.stat().st_ino
+        assert copied.read_bytes() == original.read_bytes()

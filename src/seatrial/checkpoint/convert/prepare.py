@@ -17,6 +17,7 @@ from seatrial.checkpoint.convert.manifest import (
 )
 from seatrial.checkpoint.convert.options import ConvertOptions
 from seatrial.checkpoint.convert.plan import (
+    CONFIG_NAME,
     LmHeadPlan,
     check_names,
     find_lm_head,
@@ -27,6 +28,7 @@ from seatrial.checkpoint.convert.scale import fp8_scale, max_abs
 from seatrial.checkpoint.convert.source import SourceCheckpoint, SourceTensor, Table, find_tables
 from seatrial.checkpoint.convert.stio import ITEMSIZE_BYTES, iter_row_blocks, raw_dtype, read_rows
 from seatrial.errors import CheckpointError, ConfigError
+from seatrial.jsonio import read_json
 
 Advance = Callable[[int], None]
 
@@ -81,10 +83,34 @@ def table_record(
 def select(source: SourceCheckpoint, opts: ConvertOptions) -> tuple[list[Table], LmHeadPlan | None]:
     """The tables and lm_head this run converts; an error when there is nothing to do."""
     tables = find_tables(source, opts.embedding_pattern) if opts.embedding_pattern else []
+    declared = declared_split_parts(source.root / CONFIG_NAME)
+    for table in tables:
+        if declared is not None and len(table.shards) > 1 and len(table.shards) != declared:
+            raise CheckpointError(
+                source.root,
+                f"table {table.name!r} has {len(table.shards)} shard tensors, config.json declares"
+                f" split_ngram_parts={declared}",
+            )
     lm_head = find_lm_head(source) if opts.lm_head_bf16 else None
     if not tables and lm_head is None and not opts.set_config:
         raise ConfigError("nothing to convert: --embedding-fp8 is off and --lm-head-bf16 was not given")
     return tables, lm_head
+
+
+def declared_split_parts(config_path: Path) -> int | None:
+    """``split_ngram_parts`` from config.json, searched at any depth (seed 000: 128); None if absent."""
+    if not config_path.is_file():
+        return None
+    stack: list[object] = [read_json(config_path)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("split_ngram_parts"), int):
+                return int(node["split_ngram_parts"])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
 
 
 def lm_head_record(plan: LmHeadPlan) -> LmHeadRecord:
