@@ -121,3 +121,14 @@ def test_cli_maps_errors_to_a_message_and_exit_code(tmp_path: Path) -> None:
     assert proc.returncode == CheckpointError.exit_code
     assert "source checkpoint directory does not exist" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_cli_embedding_flag_without_pattern_is_a_clear_error(replica: Path, tmp_path: Path) -> None:
+    args = ["convert", str(replica), str(tmp_path / "dst"), "--embedding-fp8", "--lm-head-bf16"]
+    result = CliRunner().invoke(app, args)
+    assert isinstance(result.exception, ConfigError)
+    assert "--embedding-fp8 takes a PATTERN" in str(result.exception)
+    assert not (tmp_path / "dst").exists()
+    ok = CliRunner().invoke(app, [*args[:4], "default", "--lm-head-bf16", "--json", str(tmp_path / "o.json")])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads((tmp_path / "o.json").read_text())["tables"][0]["shard_tensors"] == 8

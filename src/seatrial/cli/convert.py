@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
         embedding_fp8: str = typer.Option(
             DEFAULT_EMBEDDING_PATTERN,
             "--embedding-fp8",
-            help="Regex of tables to store as FP8 E4M3FN with one global scale; 'off' for none.",
+            help="Regex of tables to store as FP8 E4M3FN with one global scale; 'default' or 'off'.",
         ),
         shards: int | None = typer.Option(
             None, "--shards", min=1, help="Output files per table (default: one per shard tensor)."
@@ -78,9 +78,10 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Convert a checkpoint: FP8 embedding tables, BF16 lm_head, config edits; safe to resume."""
+        pattern = _embedding_pattern(embedding_fp8)
         try:
             opts = ConvertOptions(
-                src=src, dst=dst, embedding_pattern=None if embedding_fp8 == "off" else embedding_fp8,
+                src=src, dst=dst, embedding_pattern=pattern,
                 shards=shards, max_file_bytes=max_file_bytes, scale_name=scale_name,
                 lm_head_bf16=lm_head_bf16, set_config=set_config, resume=resume,
                 fidelity_row_stride=fidelity_row_stride,
@@ -98,6 +99,16 @@ def register(app: typer.Typer) -> None:
             result = convert_checkpoint(opts, _RichBytes(bar))
         print_result(result)
         emit_json(json_path, result.model_dump(mode="json"))
+
+
+def _embedding_pattern(value: str) -> str | None:
+    """``--embedding-fp8`` value: a regex, ``default`` (the PLE table) or ``off``. A value that looks like a
+    flag means the PATTERN was left out and the next flag was taken for it."""
+    if value.startswith("-"):
+        raise ConfigError(
+            f"--embedding-fp8 takes a PATTERN ('default' for the PLE table, 'off' for none), got {value!r}"
+        )
+    return {"off": None, "default": DEFAULT_EMBEDDING_PATTERN}.get(value, value)
 
 
 def print_result(result: ConvertResult) -> None:
