@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import convert, tree_bytes
 
-from seatrial.checkpoint.convert import stio, tasks
+from seatrial.checkpoint.convert import finish, stio, tasks
 from seatrial.checkpoint.convert.manifest import MANIFEST_NAME, load_manifest
 from seatrial.errors import CheckpointError, ConfigError
 
@@ -97,8 +97,24 @@ def test_full_disk_removes_the_temporary_and_says_where_to_resume(
     monkeypatch.undo()
     assert not list(dst.glob(".seatrial-tmp-*"))
     manifest = load_manifest(dst)
-    assert manifest.resume_from is not None and manifest.resume_from.endswith(TABLE_FILE.format(6))
+    assert manifest.resume_from == TABLE_FILE.format(6)
     assert "disk full" in (manifest.last_error or "")
     result = convert(replica, dst, resume=True)
     assert result.files["skipped"] == 5 + 2
     assert tree_bytes(dst) == tree_bytes(tmp_path / "clean")
+
+
+def test_full_disk_while_writing_metadata_is_a_clear_error(
+    replica: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(path: Path, obj: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(finish, "write_public_json", full)
+    with pytest.raises(CheckpointError, match=r"disk full while writing config\.json, .* --resume"):
+        convert(replica, tmp_path / "dst")
+    monkeypatch.undo()
+    assert not (tmp_path / "dst" / "model.safetensors.index.json").exists()
+    result = convert(replica, tmp_path / "dst", resume=True)
+    assert result.files["skipped"] == 12
+    assert (tmp_path / "dst" / "model.safetensors.index.json").is_file()

@@ -8,11 +8,12 @@ update), then config.json and the change log, and the new index last. The source
 from __future__ import annotations
 
 import contextlib
+import errno
 import resource
 import shutil
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 from seatrial.checkpoint.convert.atomic import DiskFull, fsync_dir, remove_temporaries
 from seatrial.checkpoint.convert.finish import write_metadata
@@ -67,19 +68,16 @@ def convert_checkpoint(opts: ConvertOptions, progress: ProgressSink | None = Non
     removed = remove_temporaries(opts.dst, _JSON_NAMES)
     runner = OutputRunner(source, opts, manifest, sink.advance)
     sink.phase("convert", runner.total_bytes())
+    current = "outputs"
     try:
         for record in runner.ordered():
+            current = record.file
             runner.run(record)
-    except DiskFull as exc:
-        manifest.resume_from, manifest.last_error = exc.path, str(exc)
-        _save_quietly(opts.dst, manifest)
-        raise CheckpointError(
-            opts.dst,
-            f"disk full while writing {Path(exc.path).name}; its partial temporary was removed; "
-            f"free space and rerun with --resume ({MANIFEST_NAME} resumes there)",
-        ) from None
-    changes = write_metadata(source, opts, manifest)
-    fsync_dir(opts.dst)
+        current = f"{CONFIG_NAME}, {CHANGELOG_NAME} and {INDEX_NAME}"
+        changes = write_metadata(source, opts, manifest)
+        fsync_dir(opts.dst)
+    except (DiskFull, OSError) as exc:
+        _stop(opts.dst, manifest, exc, current)
     manifest.complete, manifest.resume_from, manifest.last_error = True, None, None
     save_manifest(opts.dst, manifest)
     return ConvertResult(
@@ -155,6 +153,18 @@ def _existing_ancestor(path: Path) -> Path:
     return next(p for p in path.absolute().parents if p.exists())
 
 
-def _save_quietly(dst: Path, manifest: Manifest) -> None:
+def _stop(dst: Path, manifest: Manifest, exc: OSError | DiskFull, current: str) -> NoReturn:
+    """Record where to resume (best effort: the disk may be full) and raise a clear error.
+
+    ``current`` names what was being written (an output file of DST, or the final metadata).
+    """
+    if isinstance(exc, OSError) and exc.errno != errno.ENOSPC:
+        raise CheckpointError(dst, f"cannot write {current}: {exc.strerror or exc}") from None
+    manifest.resume_from, manifest.last_error = current, f"{current}: disk full"
     with contextlib.suppress(OSError):
         save_manifest(dst, manifest)
+    raise CheckpointError(
+        dst,
+        f"disk full while writing {current}; its partial temporary was removed; "
+        f"free space and rerun with --resume ({MANIFEST_NAME} resumes there)",
+    ) from None
