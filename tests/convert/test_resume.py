@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import convert, tree_bytes
 
-from seatrial.checkpoint.convert import finish, stio, tasks
+from seatrial.checkpoint.convert import finish, prepare, stio, tasks
 from seatrial.checkpoint.convert.manifest import MANIFEST_NAME, load_manifest
 from seatrial.errors import CheckpointError, ConfigError
 
@@ -43,7 +43,13 @@ def test_resume_after_interrupt_is_byte_identical(
     assert not list(dst.glob(".seatrial-tmp-*"))  # the interrupted temporary was removed
     assert not (dst / "model.safetensors.index.json").exists()  # the index comes last
     (dst / f".seatrial-tmp-{TABLE_FILE.format(4)}").write_bytes(b"partial")  # as kill -9 would leave it
+
+    def no_rescan(*args: object) -> float:
+        raise AssertionError("--resume must take the global max from the manifest")
+
+    monkeypatch.setattr(prepare, "scan_max_abs", no_rescan)
     result = convert(replica, dst, resume=True)
+    monkeypatch.undo()
     assert result.resumed and result.removed_temporaries == [f".seatrial-tmp-{TABLE_FILE.format(4)}"]
     assert result.files["table"] == 5 and result.files["skipped"] == 3 + 2  # 3 shards + 2 links
     assert tree_bytes(dst) == tree_bytes(tmp_path / "clean")
