@@ -143,14 +143,14 @@ def build_manifest(
         options=opts.fingerprint(),
         source_files=source_files(source),
         total_size_before=source.total_size_bytes,
-        total_size_after=_size_after(source, outputs),
+        total_size_after=size_after(source, outputs),
         tables=records,
         lm_head=lm_head_record(lm_head) if lm_head else None,
         outputs=outputs,
     )
 
 
-def _size_after(source: SourceCheckpoint, outputs: list[OutputRecord]) -> int:
+def size_after(source: SourceCheckpoint, outputs: list[OutputRecord]) -> int:
     """Tensor bytes the new index will list (the index's ``total_size`` convention)."""
     total = 0
     for record in outputs:
