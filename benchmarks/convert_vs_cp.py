@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -70,11 +71,22 @@ def build(root: Path, shards: int, shard_bytes: int, seed: int = 0) -> Path:
     return root
 
 
-def timed(cmd: list[str]) -> float:
+CPU_S: dict[str, list[float]] = {}
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str], label: str = "") -> float:
+    """Wall seconds of ``cmd``; its CPU seconds (user + system) are kept under ``label``."""
     subprocess.run(["sync"], check=True)
-    start = time.perf_counter_ns()
+    cpu0, start = _children_cpu_s(), time.perf_counter_ns()
     subprocess.run(cmd, check=True, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return (time.perf_counter_ns() - start) / 1e9
+    wall = (time.perf_counter_ns() - start) / 1e9
+    CPU_S.setdefault(label, []).append(_children_cpu_s() - cpu0)
+    return wall
 
 
 def convert_cmd(src: Path, dst: Path, report: Path, *extra: str) -> list[str]:
@@ -97,9 +109,9 @@ def main() -> None:
         shard_bytes = (SHARD_BYTES // (160 * 2)) * 160 * 2
         cp_s, conv_s, reports = [], [], []
         for i in range(2):
-            cp_s.append(timed(["cp", "-r", str(src), str(work / f"cp{i}")]))
+            cp_s.append(timed(["cp", "-r", str(src), str(work / f"cp{i}")], "cp"))
             report = work / f"report{i}.json"
-            conv_s.append(timed(convert_cmd(src, work / f"dst{i}", report)))
+            conv_s.append(timed(convert_cmd(src, work / f"dst{i}", report), "convert"))
             reports.append(json.loads(report.read_text()))
             shutil.rmtree(work / f"cp{i}")
             shutil.rmtree(work / f"dst{i}")
@@ -121,6 +133,9 @@ def main() -> None:
         print(f"seatrial convert: best {min(conv_s):.2f} s  ({mb / min(conv_s):,.0f} MB/s)  runs {runs}")
         print(f"  (in-process {inproc:.2f} s: scan pass + convert pass, fsync of every output)")
         print(f"throughput ratio convert/cp = {min(cp_s) / min(conv_s):.2f}x  (target >= 0.7x)")
+        cp_cpu, conv_cpu = min(CPU_S["cp"]), min(CPU_S["convert"])
+        print(f"  CPU seconds (user+sys): cp {cp_cpu:.2f} s, convert {conv_cpu:.2f} s"
+              f" = {conv_cpu / (mb / 1e3):.2f} CPU-s per GB; ratio {cp_cpu / conv_cpu:.2f}x")  # fmt: skip
         print(f"  in-process work only      = {min(cp_s) / inproc:.2f}x")
         print(f"  vs cp -r + sync           = {cp_sync / min(conv_s):.2f}x")
         print(
