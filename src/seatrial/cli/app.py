@@ -32,13 +32,14 @@ def version() -> None:
 # Keep this list sorted; add a line, never edit another's.
 from seatrial.cli import (  # noqa: E402
     bench,
+    convert,
     demo,
     guard,
     hw,
     report,
 )
 
-for _module in (bench, demo, guard, hw, report):
+for _module in (bench, convert, demo, guard, hw, report):
     _module.register(app)
 
 

@@ -1,0 +1,196 @@
+"""Raw safetensors I/O for the converter: header parsing, row reads by offset, a streaming writer.
+
+Kept in one file so it can later be folded into the shared header reader. numpy's safetensors
+path cannot hold BF16/F8, so tensors are read as raw little-endian bytes by their header offsets.
+A safetensors file is: u64 header length N (little endian), N bytes of JSON header (padded with
+spaces to a multiple of 8 here), then the data section; ``data_offsets`` are relative to it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from seatrial.errors import CheckpointError
+
+#: Bytes per element of each safetensors dtype the converter may meet.
+ITEMSIZE_BYTES: dict[str, int] = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1,
+    "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+    "I32": 4, "U32": 4, "F32": 4,
+    "I64": 8, "U64": 8, "F64": 8,
+}  # fmt: skip
+
+#: Unsigned integer view used to carry each element width without interpretation.
+_RAW_VIEW = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_MAX_HEADER_BYTES = 100 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TensorEntry:
+    """One tensor of a safetensors file; ``begin``/``end`` are absolute byte offsets in the file."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.end - self.begin
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one row (the product of all but the first dimension, times the item size)."""
+        inner = 1
+        for dim in self.shape[1:]:
+            inner *= dim
+        return inner * ITEMSIZE_BYTES[self.dtype]
+
+    @property
+    def rows(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+
+def read_header(path: Path) -> tuple[dict[str, TensorEntry], dict[str, str]]:
+    """Parse a safetensors header; return its tensors by name and its ``__metadata__``."""
+    try:
+        with path.open("rb") as fh:
+            raw_len = fh.read(8)
+            if len(raw_len) != 8:
+                raise CheckpointError(path, "too short to be a safetensors file")
+            (header_len,) = struct.unpack("<Q", raw_len)
+            if header_len > _MAX_HEADER_BYTES:
+                raise CheckpointError(path, f"header length {header_len} bytes is implausible")
+            header = json.loads(fh.read(header_len))
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(path, f"cannot read safetensors header: {exc}") from None
+    data_start = 8 + header_len
+    file_bytes = path.stat().st_size
+    metadata = header.pop("__metadata__", None) or {}
+    tensors: dict[str, TensorEntry] = {}
+    for name, info in header.items():
+        dtype = info.get("dtype")
+        if dtype not in ITEMSIZE_BYTES:
+            raise CheckpointError(path, f"tensor {name!r} has unknown dtype {dtype!r}")
+        begin, end = (data_start + int(o) for o in info["data_offsets"])
+        shape = tuple(int(d) for d in info["shape"])
+        expected = int(np.prod(shape, dtype=np.int64)) * ITEMSIZE_BYTES[dtype]
+        if end - begin != expected or end > file_bytes:
+            raise CheckpointError(path, f"tensor {name!r}: offsets do not match shape {list(shape)}")
+        tensors[name] = TensorEntry(name, dtype, shape, begin, end)
+    return tensors, metadata
+
+
+def read_rows(
+    fh: BinaryIO, entry: TensorEntry, row_start: int, row_stop: int, buffer: np.ndarray | None = None
+) -> np.ndarray:
+    """Read rows ``[row_start, row_stop)`` of ``entry`` as raw unsigned integers, shape (rows, inner).
+
+    With ``buffer`` (1-D, of the raw dtype, large enough) the rows land in its head: no new allocation.
+    """
+    itemsize = ITEMSIZE_BYTES[entry.dtype]
+    count_bytes = (row_stop - row_start) * entry.row_bytes
+    count = count_bytes // itemsize
+    buf = buffer[:count] if buffer is not None else np.empty(count, dtype=_RAW_VIEW[itemsize])
+    fh.seek(entry.begin + row_start * entry.row_bytes)
+    got = fh.readinto(buf.data.cast("B"))  # type: ignore[attr-defined]
+    if got != count_bytes:
+        raise CheckpointError(getattr(fh, "name", "?"), f"short read in tensor {entry.name!r}")
+    return buf.reshape(row_stop - row_start, -1)
+
+
+def iter_row_blocks(entry: TensorEntry, chunk_bytes: int) -> list[tuple[int, int]]:
+    """Split ``entry`` into row ranges of at most ``chunk_bytes`` (at least one row each)."""
+    rows_per = max(1, chunk_bytes // max(1, entry.row_bytes))
+    return [(r, min(r + rows_per, entry.rows)) for r in range(0, entry.rows, rows_per)]
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """What a writer will put in a file: name, safetensors dtype, shape."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * ITEMSIZE_BYTES[self.dtype]
+
+
+#: ``__metadata__`` of every file the converter writes (transformers refuses other ``format`` values).
+OUTPUT_METADATA = {"format": "pt"}
+
+
+def encode_header(specs: list[TensorSpec], metadata: dict[str, str] | None) -> bytes:
+    """The length prefix and JSON header for ``specs`` laid out back to back in the given order."""
+    header: dict[str, Any] = {}
+    if metadata:
+        header["__metadata__"] = metadata
+    offset = 0
+    for spec in specs:
+        header[spec.name] = {
+            "dtype": spec.dtype,
+            "shape": list(spec.shape),
+            "data_offsets": [offset, offset + spec.nbytes],
+        }
+        offset += spec.nbytes
+    body = json.dumps(header, separators=(",", ":")).encode()
+    body += b" " * (-len(body) % 8)
+    return struct.pack("<Q", len(body)) + body
+
+
+def raw_dtype(dtype: str) -> np.dtype:
+    """The unsigned integer dtype that carries ``dtype``'s elements."""
+    return np.dtype(_RAW_VIEW[ITEMSIZE_BYTES[dtype]])
+
+
+_WRITER_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seatrial-write")
+
+
+class HashingWriter:
+    """Sequential writer that hashes (SHA-256) and counts every byte it writes.
+
+    ``write_async`` hands one buffer to a background thread (file write and hash release the GIL)
+    and returns; the caller must not touch that buffer until the next ``write_async`` or ``drain``.
+    """
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
+        self.sha256 = hashlib.sha256()
+        self.written_bytes = 0
+        self._pending: Future[None] | None = None
+
+    def write_async(self, data: np.ndarray) -> None:
+        self.drain()
+        self._pending = _WRITER_THREAD.submit(self.write, data)
+
+    def drain(self) -> None:
+        """Wait for the background write, re-raising its error."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def write(self, data: bytes | memoryview | np.ndarray) -> None:
+        view = data.data.cast("B") if isinstance(data, np.ndarray) else memoryview(data)
+        self._fh.write(view)
+        self.sha256.update(view)
+        self.written_bytes += view.nbytes
+
+
+def file_sha256(path: Path, chunk_bytes: int = 8 * 1024 * 1024) -> str:
+    """Hex SHA-256 of a whole file, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk_bytes):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,135 @@
+"""The data each output file is made of, streamed in row blocks of at most ``chunk_bytes`` source bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from seatrial.checkpoint.convert.fidelity import ShardFidelity, accumulate
+from seatrial.checkpoint.convert.manifest import LmHeadRecord, TableRecord
+from seatrial.checkpoint.convert.scale import (
+    dequant_lut,
+    fp8_codes_finite,
+    fp8_lut,
+    quantize_raw,
+    restore_bf16,
+    to_float32,
+)
+from seatrial.checkpoint.convert.source import SourceCheckpoint, SourceTensor
+from seatrial.checkpoint.convert.stio import (
+    ITEMSIZE_BYTES,
+    HashingWriter,
+    TensorEntry,
+    iter_row_blocks,
+    raw_dtype,
+    read_rows,
+)
+from seatrial.errors import CheckpointError
+
+Advance = Callable[[int], None]
+
+
+class TableWriter:
+    """Quantizes a table's shards into an open output, measuring fidelity on every ``row_stride``-th row."""
+
+    def __init__(self, record: TableRecord, row_stride: int, chunk_bytes: int) -> None:
+        self.record = record
+        self.row_stride = row_stride
+        self.chunk_bytes = chunk_bytes
+        self.lut = fp8_lut(record.source_dtype, record.scale) if record.source_dtype != "F32" else None
+        self.deq = dequant_lut(record.scale)
+        self._raw = np.empty(0, dtype=raw_dtype(record.source_dtype))
+        self._codes = [np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint8)]
+        self._turn = 0
+
+    def _buffers(self, elements: int) -> tuple[np.ndarray, np.ndarray]:
+        """The reused source buffer and the next of two code buffers (one may be in flight to disk)."""
+        if self._raw.size < elements:
+            self._raw = np.empty(elements, dtype=self._raw.dtype)
+        self._turn ^= 1
+        if self._codes[self._turn].size < elements:
+            self._codes[self._turn] = np.empty(elements, dtype=np.uint8)
+        return self._raw, self._codes[self._turn]
+
+    def write_shard(
+        self, root: Path, shard: SourceTensor, stats: ShardFidelity, out: HashingWriter, advance: Advance
+    ) -> None:
+        entry = shard.entry
+        blocks = iter_row_blocks(entry, self.chunk_bytes)
+        elements = (blocks[0][1] - blocks[0][0]) * entry.row_bytes // ITEMSIZE_BYTES[entry.dtype]
+        with (root / shard.file).open("rb") as fh:
+            for start, stop in blocks:
+                raw_buf, codes_buf = self._buffers(elements)
+                raw = read_rows(fh, entry, start, stop, raw_buf)
+                codes = quantize_raw(raw, entry.dtype, self.record.scale, self.lut, codes_buf).reshape(
+                    raw.shape
+                )
+                if not fp8_codes_finite(codes):
+                    raise CheckpointError(
+                        root / shard.file, f"{entry.name}: non-finite value in rows {start}-{stop}"
+                    )
+                out.write_async(codes)
+                first = (-start) % self.row_stride
+                measured = codes[first :: self.row_stride]
+                accumulate(stats, to_float32(raw[first :: self.row_stride], entry.dtype), self.deq[measured])
+                advance(raw.nbytes)
+
+
+def copy_tensor(
+    fh: BinaryIO, entry: TensorEntry, out: HashingWriter, chunk_bytes: int, advance: Advance
+) -> None:
+    """Copy a tensor's bytes unchanged."""
+    fh.seek(entry.begin)
+    left = entry.nbytes
+    while left:
+        block = fh.read(min(chunk_bytes, left))
+        if not block:
+            raise CheckpointError(getattr(fh, "name", "?"), f"short read in tensor {entry.name!r}")
+        out.write(block)
+        left -= len(block)
+        advance(len(block))
+
+
+def restore_lm_head(
+    root: Path, weight: SourceTensor, scale: SourceTensor, record: LmHeadRecord, out: HashingWriter,
+    chunk_bytes: int, advance: Advance,
+) -> None:  # fmt: skip
+    """Write BF16 ``fp8 * scale`` row block by row block; count elements BF16 cannot hold exactly."""
+    entry = weight.entry
+    with (root / scale.file).open("rb") as sfh:
+        scale_raw = read_rows(sfh, scale.entry, 0, scale.entry.rows)
+    scales = to_float32(scale_raw, scale.entry.dtype).reshape(-1, 1)
+    record.elements = record.inexact_elements = 0
+    record.max_abs_rounding_error = 0.0
+    with (root / weight.file).open("rb") as fh:
+        for start, stop in iter_row_blocks(entry, chunk_bytes):
+            codes = read_rows(fh, entry, start, stop)
+            row_scale = scales[start:stop] if scales.shape[0] > 1 else scales[:1]
+            bf16 = restore_bf16(codes, row_scale)
+            exact = to_float32(codes, "F8_E4M3") * row_scale
+            error = np.abs(to_float32(bf16, "BF16") - exact)
+            record.elements += int(codes.size)
+            record.inexact_elements += int((error > 0).sum())
+            record.max_abs_rounding_error = max(record.max_abs_rounding_error, float(error.max(initial=0.0)))
+            out.write(bf16)
+            advance(codes.nbytes)
+
+
+LmHeadParts = tuple[SourceTensor, SourceTensor, LmHeadRecord]
+
+
+def rewrite_file(
+    source: SourceCheckpoint, fname: str, kept: list[str], lm_head: LmHeadParts | None,
+    out: HashingWriter, chunk_bytes: int, advance: Advance,
+) -> None:  # fmt: skip
+    """Stream a source file's kept tensors in order, the FP8 lm_head (if here) restored to BF16."""
+    entries = source.files[fname]
+    with (source.root / fname).open("rb") as fh:
+        for name in kept:
+            if lm_head is not None and name == lm_head[0].entry.name:
+                restore_lm_head(source.root, lm_head[0], lm_head[1], lm_head[2], out, chunk_bytes, advance)
+            else:
+                copy_tensor(fh, entries[name], out, chunk_bytes, advance)
