@@ -48,8 +48,17 @@ def step_bench(ctx: DemoContext) -> dict[str, Any]:
     return summary
 
 
+def step_hw(ctx: DemoContext) -> dict[str, Any]:
+    """Stage 1 hardware trials; on a machine without a GPU every trial is UNAVAILABLE with its reason."""
+    from seatrial.hw import HwConfig, run_hw
+
+    sheet = run_hw(HwConfig(duration_s=5.0)).report.to_json()
+    write_json(ctx.out / "hw.json", sheet)
+    return {"hw": sheet}
+
+
 def default_steps() -> list[tuple[str, Step]]:
-    return [("bench", step_bench)]
+    return [("hw", step_hw), ("bench", step_bench)]
 
 
 def run_demo(
