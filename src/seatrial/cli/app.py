@@ -31,11 +31,12 @@ def version() -> None:
 # One import per capability; each module defines ``register(app)`` and adds its command(s).
 # Keep this list sorted; add a line, never edit another's.
 from seatrial.cli import (  # noqa: E402
+    accept,
     bench,
     report,
 )
 
-for _module in (bench, report):
+for _module in (accept, bench, report):
     _module.register(app)
 
 
