@@ -1,8 +1,8 @@
 """``mixed``: how much long-prefill requests hurt short interactive ones (crossover rounds).
 
 In a MIX phase, ``long_concurrency`` users send long-prefill requests (output 1 token) back to back
-while the short requests run; every long prompt starts with its own number so no two share a cached
-prefix. ITL p99 / p50 of the short decode streams in MIX phases shows head-of-line blocking (seed 001).
+while the short requests run; every long prompt starts with its phase tag and number, so no two in
+the trial share a cached prefix. ITL p99 / p50 of the short decode streams in MIX phases shows head-of-line blocking (seed 001).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ async def long_load(
     async def user(u: int) -> None:
         i = u
         while not stop.is_set():
-            spec = RequestSpec(f"{i} {base.prompt}", 1, None, "long", True)
+            spec = RequestSpec(f"{tag}-{i} {base.prompt}", 1, None, "long", True)
             rec = RequestRecord(request_id=f"{tag}-{i:05d}", phase="measure", concurrency=users, kind="long")
             await send(s.http, s.endpoint, spec, rec)
             records.append(rec)

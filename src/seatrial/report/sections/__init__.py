@@ -7,6 +7,6 @@ from typing import Any
 
 
 def all_sections() -> list[Callable[[dict[str, Any]], str | None]]:
-    from seatrial.report.sections import bench
+    from seatrial.report.sections import bench, trials
 
-    return [bench.section]
+    return [trials.section, bench.section]
