@@ -19,12 +19,13 @@ def test_plan_unavailable_with_the_reason() -> None:
 
 
 def test_no_offload_tier_is_unsupported_not_pass() -> None:
-    v, why = judge(False, 0.0, 0.98, 1.1)
+    v, why = judge(False, 0.0, 0.98, 1.1, 3)
     assert v is Verdict.UNSUPPORTED and "0.98x" in why
 
 
 def test_offload_tier_verdicts() -> None:
-    assert judge(True, 0.0, 0.3, 0.4)[0] is Verdict.FAIL  # configured, counters never moved
-    assert judge(True, 1e9, 0.9, 1.2)[0] is Verdict.REVIEW_REQUIRED  # restore not clearly faster
-    v, why = judge(True, 1e9, 0.3, 0.5)
+    assert judge(True, 1e9, 0.3, 0.4, 3)[0] is Verdict.INCONCLUSIVE  # too few sessions to tell
+    assert judge(True, 0.0, 0.3, 0.4, 8)[0] is Verdict.FAIL  # configured, counters never moved
+    assert judge(True, 1e9, 0.9, 1.2, 8)[0] is Verdict.REVIEW_REQUIRED  # restore not clearly faster
+    v, why = judge(True, 1e9, 0.3, 0.5, 8)
     assert v is Verdict.PASS and "0.30x" in why

@@ -13,10 +13,14 @@ CFG = MixedConfig(max_degradation_pct=50, min_direction_consistency=0.75, order_
 
 def rounds(degradations: list[float], iso: float = 100.0) -> list[Round]:
     """R0 (discarded, +900%) then one round per degradation, orders as seed 004 lays them out."""
-    out = [Round(index=0, order=order_of(0), iso_ttft_ms_p50=iso, mix_ttft_ms_p50=iso * 10, iso_n=16, mix_n=16)]
+    out = [
+        Round(index=0, order=order_of(0), iso_ttft_ms_p50=iso, mix_ttft_ms_p50=iso * 10, iso_n=16, mix_n=16)
+    ]
     for i, d in enumerate(degradations, 1):
         mix = iso * (1 + d / 100)
-        out.append(Round(index=i, order=order_of(i), iso_ttft_ms_p50=iso, mix_ttft_ms_p50=mix, iso_n=16, mix_n=16))
+        out.append(
+            Round(index=i, order=order_of(i), iso_ttft_ms_p50=iso, mix_ttft_ms_p50=mix, iso_n=16, mix_n=16)
+        )
     return out
 
 
@@ -30,7 +34,12 @@ def test_degradation_formula_and_discarded_r0() -> None:
     # BA = R1, R3 (20, 40); AB = R2, R4 (30, 10)
     assert x.ba_pct == pytest.approx(30.0) and x.ab_pct == pytest.approx(20.0)
     assert x.order_delta_pct == pytest.approx(-10.0)
-    assert Round(index=1, order="MIX->ISO", iso_ttft_ms_p50=45, mix_ttft_ms_p50=90, iso_n=1, mix_n=1).degradation_pct == 100.0
+    assert (
+        Round(
+            index=1, order="MIX->ISO", iso_ttft_ms_p50=45, mix_ttft_ms_p50=90, iso_n=1, mix_n=1
+        ).degradation_pct
+        == 100.0
+    )
 
 
 def test_seed_004_flipping_rounds_are_unstable() -> None:

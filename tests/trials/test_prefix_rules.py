@@ -10,7 +10,9 @@ from seatrial.verdict import Verdict
 
 
 def counters(hits: float | None, queries: float | None = 10_000, cold: float | None = 0.0) -> Counters:
-    return Counters(hits=hits, queries=queries, cold_hits=cold, expected_hit_rate=0.9, requests=16, block_size=16)
+    return Counters(
+        hits=hits, queries=queries, cold_hits=cold, expected_hit_rate=0.9, requests=16, block_size=16
+    )
 
 
 def test_expected_hit_rate_counts_only_whole_blocks() -> None:
@@ -54,7 +56,10 @@ def test_seed_004_functional_and_performance_are_separate() -> None:
 
 
 def test_performance_good_or_inconclusive_by_the_confidence_interval() -> None:
-    assert performance(Verdict.PASS, median_ci([55.0, 60.0, 58.0, 62.0, 59.0, 61.0, 57.0, 60.0]), 20)[0] == "GOOD"
+    assert (
+        performance(Verdict.PASS, median_ci([55.0, 60.0, 58.0, 62.0, 59.0, 61.0, 57.0, 60.0]), 20)[0]
+        == "GOOD"
+    )
     wide = median_ci([-30.0, 80.0, 5.0, 60.0, -10.0, 45.0, 20.0, 35.0])
     perf, why = performance(Verdict.PASS, wide, 20)
     assert perf == "INCONCLUSIVE" and "straddles" in why

@@ -65,7 +65,11 @@ def test_preemptions_or_full_kv_are_kv_pressure_before_any_queue() -> None:
 
 def test_ttft_jump_past_the_slo_with_growing_throughput_is_slo_cliff() -> None:
     # seed 001: TTFT 2.05 s -> 20.4 s; here throughput still grows and nothing queues
-    steps = [step(32, 1000, 32, 0, ttft=1000), step(64, 1700, 64, 0, ttft=2050), step(128, 2400, 128, 0, ttft=20400)]
+    steps = [
+        step(32, 1000, 32, 0, ttft=1000),
+        step(64, 1700, 64, 0, ttft=2050),
+        step(128, 2400, 128, 0, ttft=20400),
+    ]
     cls, why = classify(steps, CFG, SLO)
     assert cls == "SLO_CLIFF" and "2,050->20,400" in why
     assert max_slo(steps, SLO) == 32 and max_executable(steps) == 128

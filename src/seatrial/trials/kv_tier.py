@@ -7,8 +7,8 @@ context plus a question. Measured: preemptions, the share of returning tokens se
 when the context is recomputed, well below 1 when it is kept or restored) and any offload counters.
 
 Verdicts: capacity unknown or the working set above ``max_working_set_tokens`` -> UNAVAILABLE;
-no offload tier on the server -> UNSUPPORTED (evidence still measured); a tier whose counters stay
-at zero -> FAIL; restored sessions no faster than recomputed ones -> REVIEW_REQUIRED; else PASS.
+no offload tier on the server -> UNSUPPORTED (evidence still measured); fewer than 4 sessions ->
+INCONCLUSIVE; a tier whose counters stay at zero -> FAIL; restored sessions no faster than recomputed ones -> REVIEW_REQUIRED; else PASS.
 """
 
 from __future__ import annotations
@@ -39,14 +39,17 @@ def plan(capacity: int | None, session_len: int, factor: float, budget: int) -> 
 
 
 def judge(
-    offload_on: bool, offload_moved: float, reprefill: float | None, ci_high: float | None
+    offload_on: bool, offload_moved: float, reprefill: float | None, ci_high: float | None, sessions: int
 ) -> tuple[Verdict, str]:
+    """The verdict of a run that happened (see the module docstring for the order of the rules)."""
     if not offload_on:
         cost = "unknown" if reprefill is None else f"{reprefill:.2f}x"
         return (
             Verdict.UNSUPPORTED,
             f"no KV offload tier on this server; returning sessions cost {cost} the first turn",
         )
+    if sessions < min_samples(50):
+        return Verdict.INCONCLUSIVE, f"{sessions} sessions < {min_samples(50)}"
     if offload_moved <= 0:
         return Verdict.FAIL, "an offload tier is configured but its counters did not move under pressure"
     if ci_high is None or ci_high >= 1.0:
@@ -109,11 +112,9 @@ async def run(env: TrialEnv) -> TrialResult:
     evidence |= m
     moved = sum(m["offload_counters"].values())
     offload_on = env.info.kv_offloading_size is not None or bool(m["offload_counters"])
-    v, why = judge(offload_on, moved, m["reprefill_cost"], m["reprefill_cost_ci_high"])
+    v, why = judge(offload_on, moved, m["reprefill_cost"], m["reprefill_cost_ci_high"], sessions)
     if m["failed"]:
         v, why = Verdict.FAIL, f"{m['failed']} requests failed: {m['first_error']}"
-    elif sessions < min_samples(50):
-        v, why = Verdict.INCONCLUSIVE, f"{sessions} sessions < {min_samples(50)}"
     return TrialResult(
         name="kv-tier", verdict=v, reasons=[why], samples={"sessions": sessions}, evidence=evidence
     )

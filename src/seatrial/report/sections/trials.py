@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from seatrial.report.plots import bars_svg, line_svg
+from seatrial.report.plots import Series, bars_svg, line_svg
 
 
 def _e(v: Any) -> str:
@@ -48,7 +48,10 @@ def saturation_plots(ev: dict[str, Any]) -> list[str]:
             xlabel="concurrency",
             ylabel="output tok/s",
             logx=len(x) > 2,
-            right={"running max": [s["running_max"] for s in steps], "waiting max": [s["waiting_max"] for s in steps]},
+            right={
+                "running max": [s["running_max"] for s in steps],
+                "waiting max": [s["waiting_max"] for s in steps],
+            },
             right_label="requests (server)",
         ),
         line_svg(
@@ -72,11 +75,15 @@ def mixed_plots(ev: dict[str, Any]) -> list[str]:
         return []
     short = {"ISO->MIX": "AB", "MIX->ISO": "BA"}
     labels = [f"R{r['index']} {short.get(r['order'], '?')}" + ("" if r["retained"] else "*") for r in rounds]
-    series = {
+    series: Series = {
         "ISO TTFT p50": [r["iso_ttft_ms_p50"] for r in rounds],
         "MIX TTFT p50": [r["mix_ttft_ms_p50"] for r in rounds],
     }
-    return [bars_svg(labels, series, title="Crossover rounds (AB = ISO->MIX, BA = MIX->ISO, * discarded)", ylabel="ms")]
+    return [
+        bars_svg(
+            labels, series, title="Crossover rounds (AB = ISO->MIX, BA = MIX->ISO, * discarded)", ylabel="ms"
+        )
+    ]
 
 
 def context_plots(ev: dict[str, Any]) -> list[str]:
@@ -84,7 +91,7 @@ def context_plots(ev: dict[str, Any]) -> list[str]:
     if not parts:
         return []
     labels = [f"{p['input_len']} tokens" for p in parts]
-    series = {
+    series: Series = {
         "TTFT p50": [p["ttft_ms_p50"]["value"] for p in parts],
         "ITL p99": [p["itl_ms_p99"]["value"] for p in parts],
     }
@@ -107,7 +114,12 @@ def prefix_plots(ev: dict[str, Any]) -> list[str]:
     ]
 
 
-PLOTS = {"saturation": saturation_plots, "mixed": mixed_plots, "context": context_plots, "prefix-cache": prefix_plots}
+PLOTS = {
+    "saturation": saturation_plots,
+    "mixed": mixed_plots,
+    "context": context_plots,
+    "prefix-cache": prefix_plots,
+}
 
 
 def section(summary: dict[str, Any]) -> str | None:
