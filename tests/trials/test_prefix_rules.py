@@ -24,7 +24,10 @@ def test_expected_hit_rate_counts_only_whole_blocks() -> None:
 
 def test_zero_hits_fail() -> None:
     v, why = functional(counters(0.0), 0.5)
-    assert v is Verdict.FAIL and "0 hits" in why
+    assert v is Verdict.FAIL and "0 hits in 10000 queried tokens" in why
+    # vLLM with --no-enable-prefix-caching does not even count queries
+    v, why = functional(counters(0.0, queries=0.0), 0.5)
+    assert v is Verdict.FAIL and "never queried" in why
 
 
 def test_hits_far_below_prediction_need_review() -> None:

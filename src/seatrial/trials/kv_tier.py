@@ -107,7 +107,13 @@ async def run(env: TrialEnv) -> TrialResult:
         "kv_offloading_size": env.info.kv_offloading_size,
     }
     if why_not:
-        return TrialResult(name="kv-tier", verdict=Verdict.UNAVAILABLE, reasons=[why_not], evidence=evidence)
+        return TrialResult(
+            name="kv-tier",
+            verdict=Verdict.UNAVAILABLE,
+            reasons=[why_not],
+            samples={"sessions": 0},
+            evidence=evidence,
+        )
     m = await sessions_run(env, sessions, session_len)
     evidence |= m
     moved = sum(m["offload_counters"].values())

@@ -110,9 +110,14 @@ async def run(env: TrialEnv) -> TrialResult:
     phase_n = min([min(r.iso_n, r.mix_n) for r in rounds if r.retained] or [0])
     v, why = verdict(x, cfg, min_samples(50), phase_n)
     failed = [r for r in (*iso_all, *mix_all) if not r.ok]
+    long_failed = [r for r in longs_all if not r.ok]
     if failed:
         v, why = Verdict.FAIL, f"{len(failed)} short requests failed: {first_error(failed)}"
-    long_failed = [r for r in longs_all if not r.ok]
+    elif len(long_failed) == len(longs_all):
+        v, why = (
+            Verdict.INCONCLUSIVE,
+            f"no long request was served, so nothing was mixed: {first_error(longs_all)}",
+        )
     evidence: dict[str, Any] = {
         "rounds": [
             rd.model_dump() | {"degradation_pct": rd.degradation_pct, "retained": rd.retained}

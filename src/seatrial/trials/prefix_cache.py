@@ -115,6 +115,7 @@ async def run(env: TrialEnv) -> TrialResult:
         "expected_hit_rate": counters.expected_hit_rate,
         "cold_hits": counters.cold_hits,
         "cache_reset": reset,
+        "server_prefix_caching": env.info.prefix_caching,
         "block_size": block,
         "block_size_source": "profile"
         if cfg.block_size

@@ -48,16 +48,17 @@ def expected_hit_rate(common_prefixes: list[int], prompt_tokens: list[int], bloc
 def functional(c: Counters, review_share: float) -> tuple[Verdict, str]:
     if c.hits is None or c.queries is None:
         return Verdict.UNAVAILABLE, "the server exposes no prefix-cache counters"
-    if c.requests < MIN_WARM_REQUESTS or c.queries <= 0:
-        return Verdict.INCONCLUSIVE, f"{c.requests} warm requests, {c.queries:.0f} queried tokens: too few"
+    if c.requests < MIN_WARM_REQUESTS:
+        return Verdict.INCONCLUSIVE, f"{c.requests} warm requests < {MIN_WARM_REQUESTS}"
     if (c.cold_hits or 0) >= c.block_size:
         return (
             Verdict.REVIEW_REQUIRED,
             f"the cache was not cold: {c.cold_hits:.0f} hits on never-sent prompts",
         )
-    rate = c.hit_rate or 0.0
     if c.hits <= 0:
-        return Verdict.FAIL, f"0 hits in {c.queries:.0f} queried tokens (expected {c.expected_hit_rate:.1%})"
+        looked = f"in {c.queries:.0f} queried tokens" if c.queries > 0 else "and the cache was never queried"
+        return Verdict.FAIL, f"0 hits {looked} (expected {c.expected_hit_rate:.1%})"
+    rate = c.hit_rate or 0.0
     if rate < review_share * c.expected_hit_rate:
         return Verdict.REVIEW_REQUIRED, (
             f"hit rate {rate:.1%} is below {review_share:.0%} of the expected {c.expected_hit_rate:.1%}"
