@@ -65,20 +65,6 @@ def test_queue_saturation_and_prefix_cache_pass(vllm_server: LocalEngine, tmp_pa
     assert code == (0 if summary["passed"] else 1)
 
 
-def test_prefix_cache_off_fails_functionally(no_prefix_server: LocalEngine, tmp_path: Path) -> None:
-    code, trials, summary = accept(no_prefix_server.url, tmp_path, "--trials", "prefix-cache,kv-tier")
-    pc = trials["prefix-cache"]
-    assert pc["functional"] == "FAIL" == pc["verdict"] and pc["performance"] == "INCONCLUSIVE"
-    assert pc["evidence"]["hits"] == 0 and "never queried" in pc["reasons"][0]
-    assert pc["evidence"]["server_prefix_caching"] is False
-    assert summary["server"]["prefix_caching"] is False and code == 1
-    kv = trials["kv-tier"]  # a real working set above capacity, but no offload tier: never a PASS
-    ev = kv["evidence"]
-    assert kv["verdict"] == "UNSUPPORTED" and "no KV offload tier" in kv["reasons"][0]
-    assert ev["kv_capacity_tokens"] == 8192 and ev["sessions"] * ev["session_len"] >= 1.5 * 8192
-    assert ev["return_hits"] == 0 and ev["reprefill_cost"] > 0 and ev["failed"] == 0
-
-
 def test_default_small_profile_end_to_end(vllm_server: LocalEngine, tmp_path: Path) -> None:
     out = tmp_path / "run"
     code, trials, summary = accept(vllm_server.url, tmp_path, "--out", str(out))
@@ -101,3 +87,17 @@ def test_default_small_profile_end_to_end(vllm_server: LocalEngine, tmp_path: Pa
     assert len(read_jsonl(out / "requests.jsonl")) > 300 and read_jsonl(out / "server_metrics.jsonl")
     png = screenshot(out / "report.html", tmp_path / "report.png", tmp_path)
     assert drawn_pixels(png) > 40_000
+
+
+def test_prefix_cache_off_fails_functionally(no_prefix_server: LocalEngine, tmp_path: Path) -> None:
+    code, trials, summary = accept(no_prefix_server.url, tmp_path, "--trials", "prefix-cache,kv-tier")
+    pc = trials["prefix-cache"]
+    assert pc["functional"] == "FAIL" == pc["verdict"] and pc["performance"] == "INCONCLUSIVE"
+    assert pc["evidence"]["hits"] == 0 and "never queried" in pc["reasons"][0]
+    assert pc["evidence"]["server_prefix_caching"] is False
+    assert summary["server"]["prefix_caching"] is False and code == 1
+    kv = trials["kv-tier"]  # a real working set above capacity, but no offload tier: never a PASS
+    ev = kv["evidence"]
+    assert kv["verdict"] == "UNSUPPORTED" and "no KV offload tier" in kv["reasons"][0]
+    assert ev["kv_capacity_tokens"] == 8192 and ev["sessions"] * ev["session_len"] >= 1.5 * 8192
+    assert ev["return_hits"] == 0 and ev["reprefill_cost"] > 0 and ev["failed"] == 0

@@ -67,3 +67,10 @@ def test_too_few_rounds_or_requests_are_inconclusive() -> None:
     assert verdict(crossover(rounds([10.0])), CFG, 4, 16)[0] is Verdict.INCONCLUSIVE
     v, why = verdict(crossover(rounds([10.0, 12.0])), CFG, 4, 3)
     assert v is Verdict.INCONCLUSIVE and "3 short requests" in why
+
+
+def test_mixed_much_faster_than_isolated_needs_review() -> None:
+    # seed 004 §9: -80% -- mixed "faster" than isolated is an artefact, not a PASS
+    v, why = verdict(crossover(rounds([-80.0, -78.0, -82.0, -79.0])), CFG, 4, 16)
+    assert v is Verdict.REVIEW_REQUIRED and "79.5% faster" in why
+    assert verdict(crossover(rounds([-3.0, -4.0, -2.0, -5.0])), CFG, 4, 16)[0] is Verdict.PASS

@@ -7,7 +7,9 @@ Definitions
 - order delta = median degradation of AB rounds - median of BA rounds.
 Rules, in order: too few rounds -> INCONCLUSIVE; direction consistency below the limit -> UNSTABLE;
 |order delta| above ``order_delta_limit_pct`` and above |paired median| (order dominates the effect)
--> REVIEW_REQUIRED; paired median above ``max_degradation_pct`` -> FAIL; else PASS.
+-> REVIEW_REQUIRED; MIX faster than ISO by more than ``max_speedup_pct`` (seed 004 §9's -80%: added
+load does not speed requests up, so something else dominates the measurement) -> REVIEW_REQUIRED;
+paired median above ``max_degradation_pct`` -> FAIL; else PASS.
 """
 
 from __future__ import annotations
@@ -83,6 +85,11 @@ def verdict(x: Crossover, cfg: MixedConfig, min_phase_n: int, phase_n: int) -> t
     if delta is not None and abs(delta) > cfg.order_delta_limit_pct and abs(delta) > abs(med):
         return Verdict.REVIEW_REQUIRED, (
             f"order effect AB-BA {delta:+.1f} pts exceeds the paired median {med:+.1f}%: order dominates"
+        )
+    if med < -cfg.max_speedup_pct:
+        return Verdict.REVIEW_REQUIRED, (
+            f"short requests were {-med:.1f}% faster with long prefills running (limit {cfg.max_speedup_pct:g}%): "
+            "interference cannot speed them up, so warm-up, host scheduling or caching dominates"
         )
     if med > cfg.max_degradation_pct:
         return Verdict.FAIL, f"paired median degradation {med:+.1f}% > {cfg.max_degradation_pct:g}%"

@@ -58,6 +58,7 @@ class MixedConfig(_Model):
     max_degradation_pct: float = 50.0
     min_direction_consistency: float = Field(0.75, gt=0.5, le=1.0)
     order_delta_limit_pct: float = Field(10.0, ge=0)
+    max_speedup_pct: float = Field(10.0, ge=0)
 
 
 class SaturationConfig(_Model):
