@@ -165,3 +165,15 @@ def test_cli_json_and_exit_code(server: ThreadedServer, tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, [*args, "--trials", "prefix-cache"])
     assert bad.exit_code == 1
     assert json.loads((tmp_path / "s.json").read_text())["trials"][0]["functional"] == "FAIL"
+
+
+def test_kv_tier_runs_the_same_sessions_on_a_baseline_server(server: ThreadedServer, tmp_path: Path) -> None:
+    with ThreadedServer(SyntheticConfig(itl_s=0.002, ttft_s=0.005)) as baseline:
+        profile = PROFILE.replace(
+            "concurrency: 2}", f"concurrency: 2, capacity_tokens: 64, baseline_url: '{baseline.url}'}}"
+        )
+        (tmp_path / "p.yaml").write_text(profile)
+        kv = run_accept(server.url, profile=tmp_path / "p.yaml", trials=["kv-tier"])["trials"][0]
+    ev = kv["evidence"]
+    assert ev["baseline"]["url"] == baseline.url and ev["baseline"]["sessions"] == ev["sessions"] == 3
+    assert ev["return_ttft_vs_baseline"] > 0 and kv["verdict"] == "UNSUPPORTED"

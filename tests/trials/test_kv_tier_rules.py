@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seatrial.trials.kv_tier import judge, plan
+from seatrial.trials.kv_tier import against_baseline, judge, plan
 from seatrial.verdict import Verdict
 
 
@@ -29,3 +29,12 @@ def test_offload_tier_verdicts() -> None:
     assert judge(True, 1e9, 0.9, 1.2, 8)[0] is Verdict.REVIEW_REQUIRED  # restore not clearly faster
     v, why = judge(True, 1e9, 0.3, 0.5, 8)
     assert v is Verdict.PASS and "0.30x" in why
+
+
+def test_offload_pass_needs_to_beat_the_baseline_without_offload() -> None:
+    assert against_baseline(Verdict.PASS, "ok", 0.5) == (
+        Verdict.PASS,
+        "ok; 0.50x the TTFT of the server without offload",
+    )
+    assert against_baseline(Verdict.PASS, "ok", 1.1)[0] is Verdict.REVIEW_REQUIRED
+    assert against_baseline(Verdict.UNSUPPORTED, "no tier", 0.5) == (Verdict.UNSUPPORTED, "no tier")

@@ -8,17 +8,24 @@ when the context is recomputed, well below 1 when it is kept or restored) and an
 
 Verdicts: capacity unknown or the working set above ``max_working_set_tokens`` -> UNAVAILABLE;
 no offload tier on the server -> UNSUPPORTED (evidence still measured); fewer than 4 sessions ->
-INCONCLUSIVE; a tier whose counters stay at zero -> FAIL; restored sessions no faster than recomputed ones -> REVIEW_REQUIRED; else PASS.
+INCONCLUSIVE; a tier whose counters stay at zero -> FAIL; restored sessions no faster than
+recomputed ones -> REVIEW_REQUIRED; else PASS. With ``baseline_url`` (the same model served with
+KV offload off) the same sessions run there too, and a PASS also needs returning sessions faster
+than on the baseline (else REVIEW_REQUIRED).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
+from seatrial.load.bench import open_session
+from seatrial.load.config import BenchConfig, ServerTarget
 from seatrial.load.workloads import RequestSpec
 from seatrial.trials.env import TrialEnv, first_error, ok_values
 from seatrial.trials.result import TrialResult
+from seatrial.trials.serverinfo import server_info
 from seatrial.trials.stats import median_ci, min_samples
 from seatrial.verdict import Verdict
 
@@ -55,6 +62,34 @@ def judge(
     if ci_high is None or ci_high >= 1.0:
         return Verdict.REVIEW_REQUIRED, "restored sessions were not clearly faster than recomputing them"
     return Verdict.PASS, f"returning sessions cost {reprefill:.2f}x the first turn with offload active"
+
+
+async def baseline_env(env: TrialEnv, url: str) -> TrialEnv:
+    """The same trial environment pointed at the baseline server (the same model, KV offload off)."""
+    t = env.target
+    target = ServerTarget(
+        url=url, model=t.model, tokenizer=t.tokenizer, endpoint=t.endpoint, api_key_env=t.api_key_env
+    )
+    session = await open_session(BenchConfig(target=target), env.session.http)
+    info = await server_info(
+        env.session.http, target.url, target.resolved_metrics_url, session.endpoint.headers
+    )
+    return replace(env, session=session, target=target, info=info)
+
+
+def vs_baseline(run: dict[str, Any], base: dict[str, Any]) -> float | None:
+    """Returning-session TTFT p50 on the server under test / on the baseline server."""
+    a, b = run["ttft_ms_return_p50"]["value"], base["ttft_ms_return_p50"]["value"]
+    return a / b if a and b else None
+
+
+def against_baseline(v: Verdict, why: str, ratio: float | None) -> tuple[Verdict, str]:
+    """A PASS stands only when returning sessions are also faster than on the server without offload."""
+    if v is not Verdict.PASS:
+        return v, why
+    if ratio is None or ratio >= 1.0:
+        return Verdict.REVIEW_REQUIRED, f"returning sessions were not faster than without offload ({ratio})"
+    return v, f"{why}; {ratio:.2f}x the TTFT of the server without offload"
 
 
 async def sessions_run(env: TrialEnv, sessions: int, session_len: int) -> dict[str, Any]:
@@ -119,6 +154,11 @@ async def run(env: TrialEnv) -> TrialResult:
     moved = sum(m["offload_counters"].values())
     offload_on = env.info.kv_offloading_size is not None or bool(m["offload_counters"])
     v, why = judge(offload_on, moved, m["reprefill_cost"], m["reprefill_cost_ci_high"], sessions)
+    if cfg.baseline_url:
+        base = await sessions_run(await baseline_env(env, cfg.baseline_url), sessions, session_len)
+        evidence["baseline"] = {"url": cfg.baseline_url, **base}
+        evidence["return_ttft_vs_baseline"] = vs_baseline(m, base)
+        v, why = against_baseline(v, why, evidence["return_ttft_vs_baseline"])
     if m["failed"]:
         v, why = Verdict.FAIL, f"{m['failed']} requests failed: {m['first_error']}"
     return TrialResult(

@@ -96,6 +96,7 @@ class KvTierConfig(_Model):
     output_len: int = Field(8, ge=1)
     concurrency: int = Field(4, ge=1)
     max_working_set_tokens: int = Field(8_000_000, ge=1)
+    baseline_url: str | None = None  # the same model served with KV offload off, to compare
 
 
 class Trials(_Model):
