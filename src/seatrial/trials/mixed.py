@@ -69,6 +69,8 @@ async def phase(
 
 
 def itl_tail(records: list[RequestRecord]) -> dict[str, float | None]:
+    """ITL p50, p99 and p99 / p50 over the decode streams; the ratio is None when the median gap is 0
+    (tokens that arrive together in one network read share a timestamp)."""
     itl = [x for r in records if r.ok for x in r.itl_ms]
     if not itl:
         return {"p50": None, "p99": None, "p99_over_p50": None}

@@ -19,6 +19,7 @@ from seatrial.trials.stats import median_ci, relative_differences_pct
 from seatrial.verdict import Verdict
 
 DEFAULT_BLOCK_SIZE = 16
+HEADROOM_TOKENS = 8
 
 
 def by_index(records: list[RequestRecord]) -> dict[int, RequestRecord]:
@@ -57,9 +58,14 @@ async def build(env: TrialEnv) -> tuple[list[RequestSpec], list[RequestSpec], li
     """Cold specs (one per prefix), warm specs (the other questions), control specs (own prefixes)."""
     cfg = env.profile.trials.prefix_cache
     k, q = cfg.num_prefixes, cfg.questions_per_prefix
-    prefixes = await env.specs(k, cfg.prefix_len, cfg.output_len, "prefix")
+    prefix_len = cfg.prefix_len
+    if env.info.max_model_len:  # leave room for the question, the output and the separator
+        prefix_len = min(
+            prefix_len, env.info.max_model_len - cfg.question_len - cfg.output_len - HEADROOM_TOKENS
+        )
+    prefixes = await env.specs(k, prefix_len, cfg.output_len, "prefix")
     questions = await env.specs(k * q, cfg.question_len, cfg.output_len, "question")
-    own = await env.specs(k * (q - 1), cfg.prefix_len, cfg.output_len, "own")
+    own = await env.specs(k * (q - 1), prefix_len, cfg.output_len, "own")
     tok = env.session.tokenizer
 
     async def spec(prefix: RequestSpec, question: RequestSpec, kind: str) -> RequestSpec:
@@ -114,6 +120,7 @@ async def run(env: TrialEnv) -> TrialResult:
         "hit_rate": counters.hit_rate,
         "expected_hit_rate": counters.expected_hit_rate,
         "cold_hits": counters.cold_hits,
+        "control_hits": control_hits,  # seed 001: the same questions without a shared prefix
         "cache_reset": reset,
         "server_prefix_caching": env.info.prefix_caching,
         "block_size": block,
