@@ -114,3 +114,12 @@ def test_ladder_extends_past_its_rungs_up_to_the_cap() -> None:
     cfg = SaturationConfig(ladder=[2, 4], extend_factor=1.5, max_concurrency=10)
     assert list(ladder(cfg)) == [2, 4, 6, 9]
     assert list(ladder(SaturationConfig(max_concurrency=300)))[-1] == 256
+
+
+def test_failures_at_the_first_step_fail_but_later_ones_only_bound_execution() -> None:
+    v, reasons = verdict(
+        [step(64, 0, 0, 0, requests_failed=400, ttft=None, enough_samples=False)], "NONE", CFG, SLO
+    )
+    assert v is Verdict.FAIL and reasons == ["C=64: 400 of 400 requests failed"]
+    steps = [step(64, 1000, 64, 0), step(128, 900, 64, 64, requests_failed=5)]
+    assert verdict(steps, "QUEUE_SATURATION", CFG, SLO)[0] is Verdict.PASS and max_executable(steps) == 64

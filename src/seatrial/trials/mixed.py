@@ -21,7 +21,7 @@ from seatrial.trials.result import TrialResult
 from seatrial.trials.stats import median, min_samples
 from seatrial.verdict import Verdict
 
-HEADROOM_TOKENS = 16
+HEADROOM_TOKENS = 64  # room for the output token and each long prompt's tag
 
 
 async def long_load(

@@ -73,6 +73,11 @@ def to_step(outcome: LevelOutcome, slo: Slo, max_lag_ms: float) -> tuple[Step, d
 
 def verdict(steps: list[Step], cls: str, cfg: SaturationConfig, slo: Slo) -> tuple[Verdict, list[str]]:
     need = min_samples(slo.percentile)
+    if steps and steps[0].requests_failed:
+        first = steps[0]
+        return Verdict.FAIL, [
+            f"C={first.concurrency}: {first.requests_failed} of {first.requests} requests failed"
+        ]
     small = [s.concurrency for s in steps if not s.enough_samples]
     if not steps or small:
         return Verdict.INCONCLUSIVE, [
