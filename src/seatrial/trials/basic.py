@@ -18,13 +18,28 @@ from seatrial.trials.stats import median_ci, min_samples, percentile_ci
 from seatrial.verdict import Verdict
 
 
-async def _get(http: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> tuple[int | None, Any]:
+async def health(env: TrialEnv) -> dict[str, Any]:
     try:
-        async with http.get(url, headers=headers) as resp:
-            body = await resp.json(content_type=None) if resp.status == 200 and "models" in url else None
-            return resp.status, body
+        async with env.session.http.get(
+            f"{env.target.url}/health", headers=env.session.endpoint.headers
+        ) as resp:
+            return {"ok": resp.status == 200, "status": resp.status}
+    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+
+
+async def models(env: TrialEnv) -> dict[str, Any]:
+    """``ok`` when ``/v1/models`` lists the model under test."""
+    try:
+        async with env.session.http.get(
+            f"{env.target.url}/v1/models", headers=env.session.endpoint.headers
+        ) as resp:
+            data = await resp.json(content_type=None)
     except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
-        return None, f"{type(exc).__name__}: {exc}"
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    rows = data.get("data", []) if isinstance(data, dict) else []
+    listed = [m.get("id") for m in rows if isinstance(m, dict)]
+    return {"ok": env.session.model in listed, "listed": listed}
 
 
 async def completion(env: TrialEnv, prompt: str, n: int) -> dict[str, Any]:
@@ -64,14 +79,10 @@ async def chat_stream(env: TrialEnv, prompt: str, n: int) -> dict[str, Any]:
 
 async def run(env: TrialEnv) -> TrialResult:
     cfg = env.profile.trials.basic
-    s, url = env.session, env.target.url
-    health_status, _ = await _get(s.http, f"{url}/health", s.endpoint.headers)
-    _, models = await _get(s.http, f"{url}/v1/models", s.endpoint.headers)
-    listed = [m.get("id") for m in (models or {}).get("data", [])] if isinstance(models, dict) else []
     prompt = str((await env.specs(1, cfg.input_len, cfg.output_len, "basic"))[0].prompt)
     checks: dict[str, dict[str, Any]] = {
-        "health": {"ok": health_status == 200, "status": health_status},
-        "models": {"ok": s.model in listed, "listed": listed},
+        "health": await health(env),
+        "models": await models(env),
         "completion": await completion(env, prompt, cfg.output_len),
         "chat_stream": await chat_stream(env, prompt, cfg.output_len),
     }

@@ -3,6 +3,7 @@ helpers to measure a level or send prepared requests with ``/metrics`` read arou
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,8 +57,6 @@ class TrialEnv:
 
     async def specs(self, count: int, input_len: int, output_len: int, kind: str) -> list[RequestSpec]:
         """``count`` prompts of exactly ``input_len`` server tokens, different on every call."""
-        import random
-
         rng = random.Random(self.next_index() * 7919)
         return await random_specs(self.session.tokenizer, rng, count, input_len, output_len, kind, True)
 

@@ -121,9 +121,6 @@ class Profile(_Model):
         check_names(self.run, "run")
         return self
 
-    def trial(self, name: str) -> Any:
-        return getattr(self.trials, name.replace("-", "_"))
-
 
 def check_names(names: list[str], where: str) -> list[str]:
     unknown = [n for n in names if n not in TRIAL_NAMES]

@@ -44,16 +44,3 @@ class TrialResult(BaseModel):
                 del data[key]
         return data
 
-
-def worst(*verdicts: Verdict) -> Verdict:
-    """The verdict that decides a combination of checks (FAIL over UNSTABLE over ... over PASS)."""
-    order = [
-        Verdict.FAIL,
-        Verdict.UNSTABLE,
-        Verdict.REVIEW_REQUIRED,
-        Verdict.INCONCLUSIVE,
-        Verdict.UNAVAILABLE,
-        Verdict.UNSUPPORTED,
-        Verdict.PASS,
-    ]
-    return min(verdicts, key=order.index) if verdicts else Verdict.INCONCLUSIVE
