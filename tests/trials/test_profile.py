@@ -14,7 +14,7 @@ from seatrial.trials.profile import TRIAL_NAMES, deep_merge, load_profile
 
 def test_default_profile_full_and_small() -> None:
     full, small = load_profile(None, "full"), load_profile(None, "small")
-    assert full.run == list(TRIAL_NAMES) == small.run
+    assert full.run == list(TRIAL_NAMES) == small.run and (full.scale, small.scale) == ("full", "small")
     assert full.trials.saturation.ladder == [64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048]
     assert small.trials.saturation.ladder == [2, 4, 8, 16]
     assert full.slo.percentile == 99 and small.slo.percentile == 90

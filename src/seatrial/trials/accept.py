@@ -51,8 +51,9 @@ def passed(results: list[dict[str, Any]]) -> bool:
 async def run_trials(
     target: ServerTarget, profile: Profile, names: list[str], folder: RunFolder | None, progress: Progress
 ) -> dict[str, Any]:
+    """The trials in order on one HTTP session; the summary so far is rewritten after each trial."""
     results: list[dict[str, Any]] = []
-    summary: dict[str, Any] = {"url": target.url, "trials": results}
+    summary: dict[str, Any] = {"url": target.url, "scale": profile.scale, "trials": results}
     async with new_http(profile.timeout_s, profile.stall_timeout_s) as http:
         session = await open_session(BenchConfig(target=target), http)
         info = await server_info(http, target.url, target.resolved_metrics_url, session.endpoint.headers)
@@ -99,7 +100,6 @@ def run_accept(
     folder = RunFolder(out_dir, "accept", config) if out_dir else None
     try:
         summary = asyncio.run(run_trials(target, prof, names, folder, progress or NoProgress()))
-        summary["scale"] = scale
         if folder and out_dir:
             folder.write_summary(summary)
             write_report(out_dir)

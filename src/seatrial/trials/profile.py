@@ -109,6 +109,7 @@ class Trials(_Model):
 
 
 class Profile(_Model):
+    scale: Scale = "full"  # set by load_profile from --scale
     run: list[str] = Field(default_factory=lambda: list(TRIAL_NAMES))
     slo: Slo = Field(default_factory=lambda: Slo())
     timeout_s: float = Field(600.0, gt=0)
@@ -154,7 +155,7 @@ def load_profile(path: Path | None, scale: Scale) -> Profile:
     if scale == "small":
         raw = deep_merge(raw, small)
     try:
-        return Profile.model_validate(raw)
+        return Profile.model_validate({**raw, "scale": scale})
     except ValidationError as exc:
         msgs = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"--profile {where} (scale {scale}): {msgs}") from None

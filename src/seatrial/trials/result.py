@@ -43,4 +43,3 @@ class TrialResult(BaseModel):
             if data[key] is None:
                 del data[key]
         return data
-
