@@ -31,6 +31,7 @@ def version() -> None:
 # One import per capability; each module defines ``register(app)`` and adds its command(s).
 # Keep this list sorted; add a line, never edit another's.
 from seatrial.cli import (  # noqa: E402
+    accept,
     bench,
     convert,
     demo,
@@ -39,7 +40,7 @@ from seatrial.cli import (  # noqa: E402
     report,
 )
 
-for _module in (bench, convert, demo, guard, hw, report):
+for _module in (accept, bench, convert, demo, guard, hw, report):
     _module.register(app)
 
 

@@ -7,6 +7,6 @@ from typing import Any
 
 
 def all_sections() -> list[Callable[[dict[str, Any]], str | None]]:
-    from seatrial.report.sections import bench, hw
+    from seatrial.report.sections import bench, hw, trials
 
-    return [hw.section, bench.section]
+    return [hw.section, trials.section, bench.section]

@@ -1,0 +1,109 @@
+"""``seatrial accept``: run a profile's trials against one server and write the verdicts.
+
+``run_accept`` is the library entry (``seatrial demo`` calls it with the small profile). The
+summary is ``{"trials": [{"name", "verdict", ...,"evidence"}], "passed", ...}``; ``passed`` is true
+when no trial's verdict fails the run (PASS, or UNSUPPORTED / UNAVAILABLE with their reason).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from seatrial.errors import ConfigError, ServerError
+from seatrial.load.bench import NoProgress, Progress, new_http, open_session
+from seatrial.load.config import BenchConfig, ServerTarget
+from seatrial.report.html import write_report
+from seatrial.report.runfolder import RunFolder
+from seatrial.trials import basic, context, kv_tier, mixed, prefix_cache, saturation
+from seatrial.trials.env import TrialEnv
+from seatrial.trials.profile import Profile, Scale, check_names, load_profile
+from seatrial.trials.result import TrialResult
+from seatrial.trials.serverinfo import server_info
+from seatrial.verdict import Verdict
+
+TrialFn = Callable[[TrialEnv], Awaitable[TrialResult]]
+TRIALS: dict[str, TrialFn] = {
+    "basic": basic.run,
+    "context": context.run,
+    "mixed": mixed.run,
+    "saturation": saturation.run,
+    "prefix-cache": prefix_cache.run,
+    "kv-tier": kv_tier.run,
+}
+
+
+def make_target(url: str, model: str | None, tokenizer: Path | None) -> ServerTarget:
+    try:
+        return ServerTarget(url=url, model=model, tokenizer=tokenizer)
+    except ValidationError as exc:
+        raise ConfigError("; ".join(str(e["msg"]) for e in exc.errors())) from None
+
+
+def passed(results: list[dict[str, Any]]) -> bool:
+    return bool(results) and all(Verdict(r["verdict"]).ok for r in results)
+
+
+async def run_trials(
+    target: ServerTarget, profile: Profile, names: list[str], folder: RunFolder | None, progress: Progress
+) -> dict[str, Any]:
+    """The trials in order on one HTTP session; the summary so far is rewritten after each trial."""
+    results: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {"url": target.url, "scale": profile.scale, "trials": results}
+    async with new_http(profile.timeout_s, profile.stall_timeout_s) as http:
+        session = await open_session(BenchConfig(target=target), http)
+        info = await server_info(http, target.url, target.resolved_metrics_url, session.endpoint.headers)
+        summary |= {"model": session.model, "server": info.to_json()}
+        env = TrialEnv(session, target, profile, info, folder, progress)
+        for name in names:
+            try:
+                result = await TRIALS[name](env)
+            except ServerError as exc:
+                result = TrialResult(name=name, verdict=Verdict.FAIL, reasons=[f"server error: {exc}"])
+            results.append(result.to_json())
+            if folder:
+                folder.write_summary(summary)
+    summary["passed"] = passed(results)
+    return summary
+
+
+def run_accept(
+    url: str,
+    *,
+    model: str | None = None,
+    tokenizer: Path | None = None,
+    profile: Path | None = None,
+    trials: list[str] | None = None,
+    scale: Scale = "full",
+    out_dir: Path | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run the trials (``trials`` or the profile's ``run`` list) and return the summary; with
+    ``out_dir``, write the run folder (run.json, requests.jsonl, server_metrics.jsonl, summary.json,
+    report.html)."""
+    target = make_target(url, model, tokenizer)
+    prof = load_profile(profile, scale)
+    try:
+        names = check_names(trials or prof.run, "--trials")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    config = {
+        "target": target.model_dump(mode="json"),
+        "scale": scale,
+        "trials": names,
+        "profile": prof.model_dump(mode="json", by_alias=True),
+    }
+    folder = RunFolder(out_dir, "accept", config) if out_dir else None
+    try:
+        summary = asyncio.run(run_trials(target, prof, names, folder, progress or NoProgress()))
+        if folder and out_dir:
+            folder.write_summary(summary)
+            write_report(out_dir)
+    finally:
+        if folder:
+            folder.close()
+    return summary

@@ -1,0 +1,105 @@
+"""What every trial runs with: the open server session, the profile, what the server told us, and
+helpers to measure a level or send prepared requests with ``/metrics`` read around them."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from seatrial.load.bench import LevelOutcome, NoProgress, Progress, Session, measure_level
+from seatrial.load.client import send
+from seatrial.load.config import BenchConfig, LoadConfig, ServerTarget, WorkloadConfig
+from seatrial.load.records import RequestRecord
+from seatrial.load.scheduler import Delivery, LevelPlan, run_level
+from seatrial.load.workloads import RequestSpec, random_specs
+from seatrial.report.runfolder import RunFolder
+from seatrial.trials.profile import Profile
+from seatrial.trials.serverinfo import ServerInfo, Snapshot, snapshot
+
+SCRAPE_INTERVAL_S = 0.2
+
+
+@dataclass
+class TrialEnv:
+    session: Session
+    target: ServerTarget
+    profile: Profile
+    info: ServerInfo
+    folder: RunFolder | None = None
+    progress: Progress = field(default_factory=NoProgress)
+    index: int = 0
+
+    def next_index(self) -> int:
+        self.index += 1
+        return self.index
+
+    def load_config(self, concurrency: int, requests: int, warmup: int) -> LoadConfig:
+        p = self.profile
+        return LoadConfig(
+            concurrency=[concurrency],
+            requests=requests,
+            warmup=warmup,
+            timeout_s=p.timeout_s,
+            stall_timeout_s=p.stall_timeout_s,
+            max_lag_ms=p.max_lag_ms,
+            scrape_interval_s=SCRAPE_INTERVAL_S,
+        )
+
+    async def level(
+        self, workload: WorkloadConfig, concurrency: int, requests: int, warmup: int = 0
+    ) -> LevelOutcome:
+        """One ``seatrial bench`` level (warm-up excluded, /metrics scraped and joined)."""
+        load = self.load_config(concurrency, requests, warmup)
+        cfg = BenchConfig(target=self.target, workload=workload, load=load)
+        plan = LevelPlan(concurrency)
+        return await measure_level(self.session, cfg, plan, self.next_index(), self.folder, self.progress)
+
+    async def specs(self, count: int, input_len: int, output_len: int, kind: str) -> list[RequestSpec]:
+        """``count`` prompts of exactly ``input_len`` server tokens, different on every call."""
+        rng = random.Random(self.next_index() * 7919)
+        return await random_specs(self.session.tokenizer, rng, count, input_len, output_len, kind, True)
+
+    async def send_all(
+        self, specs: list[RequestSpec], concurrency: int, tag: str
+    ) -> tuple[list[RequestRecord], Delivery]:
+        """Send prepared specs in a closed loop of ``concurrency`` users; records go to the run folder."""
+        s = self.session
+
+        async def sender(spec: RequestSpec, rec: RequestRecord) -> RequestRecord:
+            return await send(s.http, s.endpoint, spec, rec)
+
+        self.progress.level_start(tag, len(specs))
+        return await run_level(specs, LevelPlan(concurrency), "measure", tag, sender, self.keep)
+
+    def keep(self, rec: RequestRecord) -> None:
+        """Store a record of a level and count it in the level's progress."""
+        self.store(rec)
+        self.progress.record(rec)
+
+    def store(self, rec: RequestRecord) -> None:
+        """Store a record sent outside a level (a probe, background load) in the run folder."""
+        if self.folder:
+            self.folder.add_request(rec.to_json())
+
+    async def snapshot(self) -> Snapshot:
+        return await snapshot(self.session.http, self.session.metrics_url)
+
+
+def ok_values(records: list[RequestRecord], attr: str) -> list[float]:
+    """``attr`` (e.g. ``ttft_ms``) of the successful records that have it."""
+    return [v for r in records if r.ok and (v := getattr(r, attr)) is not None]
+
+
+def first_error(records: list[RequestRecord]) -> str | None:
+    return next((r.error for r in records if r.error), None)
+
+
+def brief(summary: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a level summary a trial's evidence keeps."""
+    keys = ("concurrency", "requests_ok", "requests_failed", "output_tok_s", "ttft_ms", "itl_ms", "tpot_ms")
+    return {k: summary[k] for k in keys} | {
+        "server": summary["server"],
+        "valid": summary["valid"],
+        "invalid_reasons": summary["invalid_reasons"],
+    }

@@ -1,0 +1,128 @@
+"""``saturation``: a concurrency ladder, extended while it still tells something, classified.
+
+Each step is a ``seatrial bench`` level of ``max(min_requests, requests_per_user x C)`` requests.
+The ladder stops when a step fails or is not delivered, or once a saturation class has held for one
+more step; when the listed rungs run out unsaturated it grows by ``extend_factor`` up to
+``max_concurrency``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from seatrial.load.bench import LevelOutcome
+from seatrial.load.config import WorkloadConfig
+from seatrial.load.validity import MIN_IN_FLIGHT_SHARE
+from seatrial.trials.env import TrialEnv, ok_values
+from seatrial.trials.profile import SaturationConfig, Slo
+from seatrial.trials.result import TrialResult
+from seatrial.trials.saturation_rules import Step, classify, max_executable, max_slo, saturated
+from seatrial.trials.stats import min_samples, percentile_ci
+from seatrial.verdict import Verdict
+
+
+def ladder(cfg: SaturationConfig) -> Iterator[int]:
+    last = 0
+    for c in cfg.ladder:
+        if c > cfg.max_concurrency:
+            return
+        last = c
+        yield c
+    while (c := math.ceil(last * cfg.extend_factor)) <= cfg.max_concurrency:
+        last = c
+        yield c
+
+
+def to_step(outcome: LevelOutcome, slo: Slo, max_lag_ms: float) -> tuple[Step, dict[str, Any]]:
+    s, srv = outcome.summary, outcome.summary["server"]
+    ttft = percentile_ci(ok_values(outcome.records, "ttft_ms"), slo.percentile)
+    itls = [x for r in outcome.records if r.ok for x in r.itl_ms]
+    itl = percentile_ci(itls, slo.percentile) if itls else None
+    n = len(outcome.records)
+    lag = s["delivery"]["lag_ms_p99"]
+    delivered = s["delivery"]["mean_in_flight"] >= MIN_IN_FLIGHT_SHARE * min(s["concurrency"], n) and (
+        lag is None or lag <= max_lag_ms
+    )
+    step = Step(
+        concurrency=s["concurrency"],
+        requests=n,
+        requests_failed=s["requests_failed"],
+        output_tok_s=s["output_tok_s"],
+        ttft_ms_p99=s["ttft_ms"]["p99"],
+        ttft_ms_slo=ttft.value,
+        itl_ms_slo=itl.value if itl else None,
+        running_max=srv.get("running_max"),
+        waiting_max=srv.get("waiting_max"),
+        kv_cache_usage_max=srv.get("kv_cache_usage_max"),
+        preemptions=srv.get("preemptions"),
+        delivered=delivered,
+        enough_samples=ttft.enough,
+    )
+    extra = {
+        "ttft_ms_slo_ci": [ttft.ci_low, ttft.ci_high],
+        "ttft_ms_p50": s["ttft_ms"]["p50"],
+        "itl_ms_p50": s["itl_ms"]["p50"],
+        "itl_ms_p99": s["itl_ms"]["p99"],
+        "mean_in_flight": s["delivery"]["mean_in_flight"],
+        "invalid_reasons": s["invalid_reasons"],
+    }
+    return step, extra
+
+
+def verdict(steps: list[Step], cls: str, cfg: SaturationConfig, slo: Slo) -> tuple[Verdict, list[str]]:
+    need = min_samples(slo.percentile)
+    if steps and steps[0].requests_failed:
+        first = steps[0]
+        return Verdict.FAIL, [
+            f"C={first.concurrency}: {first.requests_failed} of {first.requests} requests failed"
+        ]
+    small = [s.concurrency for s in steps if not s.enough_samples]
+    if not steps or small:
+        return Verdict.INCONCLUSIVE, [
+            f"steps {small} have fewer than {need} requests for TTFT p{slo.percentile:g}"
+        ]
+    if cls == "CLIENT_BOUND":
+        return Verdict.INCONCLUSIVE, ["the client did not deliver the load; the server was not measured"]
+    best = max_slo(steps, slo)
+    if best is None:
+        return Verdict.FAIL, [f"no step met the SLO (TTFT p{slo.percentile:g} <= {slo.ttft_ms:,.0f} ms)"]
+    if cfg.target_concurrency and best < cfg.target_concurrency:
+        return Verdict.FAIL, [f"max SLO concurrency {best} < target {cfg.target_concurrency}"]
+    return Verdict.PASS, [f"serves C={best} within the SLO"]
+
+
+async def run(env: TrialEnv) -> TrialResult:
+    cfg, slo = env.profile.trials.saturation, env.profile.slo
+    wl = WorkloadConfig(name="random", input_len=cfg.input_len, output_len=cfg.output_len)
+    steps: list[Step] = []
+    rows: list[dict[str, Any]] = []
+    held = False
+    for c in ladder(cfg):
+        outcome = await env.level(wl, c, max(cfg.min_requests, cfg.requests_per_user * c), cfg.warmup)
+        step, extra = to_step(outcome, slo, env.profile.max_lag_ms)
+        steps.append(step)
+        rows.append(step.model_dump() | extra)
+        now = saturated(classify(steps, cfg, slo)[0])
+        if step.requests_failed or not step.delivered or (now and held):
+            break
+        held = now
+    cls, why = classify(steps, cfg, slo)
+    v, reasons = verdict(steps, cls, cfg, slo)
+    exe, best = max_executable(steps), max_slo(steps, slo)
+    return TrialResult(
+        name="saturation",
+        verdict=v,
+        classification=cls,
+        reasons=[why, *reasons],
+        samples={f"C={s.concurrency}": s.requests for s in steps},
+        max_executable_concurrency=exe,
+        max_slo_concurrency=best,
+        evidence={
+            "steps": rows,
+            "slo": slo.model_dump(),
+            "max_executable_concurrency": exe,
+            "max_slo_concurrency": best,
+        },
+    )

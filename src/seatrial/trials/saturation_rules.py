@@ -1,0 +1,123 @@
+"""Saturation classes from a concurrency ladder (seed 004 §11-12, seed 001's TTFT blow-up).
+
+Each class is judged on the steps the client truly delivered, in this order (first match wins,
+because each earlier class explains the later ones):
+
+KV_PRESSURE         a step shows preemptions, or KV cache usage at or above ``kv_usage_high``.
+QUEUE_SATURATION    from one step to the next, the server's ``waiting`` grows while ``running``
+                    stays flat (within ``RUNNING_FLAT``): added users queue instead of running.
+THROUGHPUT_PLATEAU  output tok/s grows by less than ``plateau_gain`` over the best earlier step
+                    while the server admits the users (no queue): the engine is compute bound.
+SLO_CLIFF           TTFT at the SLO percentile jumps by ``cliff_factor`` or more from one step to the
+                    next and breaks the SLO there.
+CLIENT_BOUND        none of the above, and a step was not delivered (client lag or too few in
+                    flight): the ladder cannot say more about the server.
+NONE                no step saturated.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from pydantic import BaseModel
+
+from seatrial.trials.profile import SaturationConfig, Slo
+from seatrial.trials.result import Classification
+
+RUNNING_FLAT = 0.10
+
+
+class Step(BaseModel):
+    """One measured rung of the ladder (server gauges are maxima over the step's scrapes)."""
+
+    concurrency: int
+    requests: int
+    requests_failed: int
+    output_tok_s: float | None
+    ttft_ms_p99: float | None
+    ttft_ms_slo: float | None  # TTFT at the SLO percentile
+    itl_ms_slo: float | None
+    running_max: float | None
+    waiting_max: float | None
+    kv_cache_usage_max: float | None
+    preemptions: float | None
+    delivered: bool
+    enough_samples: bool
+
+
+def _queue_grows(prev: Step, cur: Step) -> bool:
+    if cur.waiting_max is None or prev.running_max is None or cur.running_max is None:
+        return False
+    flat = cur.running_max <= prev.running_max * (1 + RUNNING_FLAT)
+    return cur.waiting_max > 0 and cur.waiting_max > (prev.waiting_max or 0) and flat
+
+
+def _plateau(steps: list[Step], i: int, gain: float) -> bool:
+    best = max((s.output_tok_s or 0.0) for s in steps[:i])
+    return best > 0 and (steps[i].output_tok_s or 0.0) < best * (1 + gain)
+
+
+def _cliff(prev: Step, cur: Step, factor: float, slo: Slo) -> bool:
+    if prev.ttft_ms_slo is None or cur.ttft_ms_slo is None or prev.ttft_ms_slo <= 0:
+        return False
+    return cur.ttft_ms_slo >= factor * prev.ttft_ms_slo and cur.ttft_ms_slo > slo.ttft_ms
+
+
+def classify(steps: list[Step], cfg: SaturationConfig, slo: Slo) -> tuple[Classification, str]:
+    """The saturation class and the sentence that names the step where it showed."""
+    done = [s for s in steps if s.delivered]
+    for s in done:
+        if (s.preemptions or 0) > 0 or (s.kv_cache_usage_max or 0) >= cfg.kv_usage_high:
+            return "KV_PRESSURE", (
+                f"C={s.concurrency}: {s.preemptions or 0:.0f} preemptions, KV usage max "
+                f"{(s.kv_cache_usage_max or 0):.0%}"
+            )
+    pairs = list(itertools.pairwise(done))
+    for prev, cur in pairs:
+        if _queue_grows(prev, cur):
+            return "QUEUE_SATURATION", (
+                f"C={prev.concurrency}->{cur.concurrency}: waiting {prev.waiting_max or 0:.0f}->"
+                f"{cur.waiting_max:.0f} while running stayed {prev.running_max:.0f}->{cur.running_max:.0f}"
+            )
+    for i in range(1, len(done)):
+        if _plateau(done, i, cfg.plateau_gain):
+            return "THROUGHPUT_PLATEAU", (
+                f"C={done[i].concurrency}: {done[i].output_tok_s or 0:,.1f} output tok/s, less than "
+                f"{cfg.plateau_gain:.0%} above the best earlier step, with no queue"
+            )
+    for prev, cur in pairs:
+        if _cliff(prev, cur, cfg.cliff_factor, slo):
+            return "SLO_CLIFF", (
+                f"C={prev.concurrency}->{cur.concurrency}: TTFT p{slo.percentile:g} "
+                f"{prev.ttft_ms_slo:,.0f}->{cur.ttft_ms_slo:,.0f} ms (SLO {slo.ttft_ms:,.0f} ms)"
+            )
+    missed = [s for s in steps if not s.delivered]
+    if missed:
+        return "CLIENT_BOUND", f"C={missed[0].concurrency}: the client did not deliver the offered load"
+    return "NONE", "no step saturated"
+
+
+def meets_slo(step: Step, slo: Slo) -> bool:
+    if step.requests_failed or step.ttft_ms_slo is None or step.ttft_ms_slo > slo.ttft_ms:
+        return False
+    return slo.itl_ms is None or (step.itl_ms_slo is not None and step.itl_ms_slo <= slo.itl_ms)
+
+
+def max_executable(steps: list[Step]) -> int | None:
+    """Highest delivered step whose requests all completed."""
+    ok = [s.concurrency for s in steps if s.delivered and s.requests_failed == 0 and s.requests > 0]
+    return max(ok) if ok else None
+
+
+def max_slo(steps: list[Step], slo: Slo) -> int | None:
+    """Highest step such that it and every lower step met the SLO (the first miss ends the run)."""
+    best = None
+    for s in sorted(steps, key=lambda s: s.concurrency):
+        if not (s.delivered and meets_slo(s, slo)):
+            break
+        best = s.concurrency
+    return best
+
+
+def saturated(classification: Classification) -> bool:
+    return classification not in ("NONE", "CLIENT_BOUND")

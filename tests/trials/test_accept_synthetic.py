@@ -1,0 +1,179 @@
+"""``seatrial accept`` end to end against the in-process synthetic server (no engine needed).
+
+The synthetic server streams every answer (even when ``stream`` is false), never counts a prefix
+hit, never queues and states no KV layout: each shows up as the verdict the rules call for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from report.chromium import drawn_pixels, screenshot
+from seatrial.cli.app import app
+from seatrial.report.runfolder import read_jsonl
+from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.trials import run_accept
+
+PROFILE = """
+slo: {ttft_ms: 5000, percentile: 50}
+max_lag_ms: 1000
+trials:
+  basic: {requests: 4, input_len: 8, output_len: 4}
+  context: {short_len: 8, long_len: 64, output_len: 4, requests: 4}
+  mixed: {rounds: 3, short_requests: 4, short_concurrency: 2, short_input_len: 8, short_output_len: 4,
+          long_input_len: 64, long_concurrency: 1}
+  saturation: {ladder: [1, 2], min_requests: 4, warmup: 0, input_len: 8, output_len: 4, max_concurrency: 3}
+  prefix-cache: {num_prefixes: 2, prefix_len: 32, questions_per_prefix: 3, question_len: 8, output_len: 2,
+                 concurrency: 2, block_size: 16}
+  kv-tier: {session_len: 32, question_len: 8, output_len: 2, concurrency: 2}
+"""
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ThreadedServer]:
+    with ThreadedServer(SyntheticConfig(itl_s=0.002, ttft_s=0.005)) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def run(server: ThreadedServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("accept")
+    (tmp / "p.yaml").write_text(PROFILE)
+    summary = run_accept(server.url, profile=tmp / "p.yaml", scale="small", out_dir=tmp / "run")
+    return tmp / "run", summary
+
+
+def by_name(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["name"]: t for t in summary["trials"]}
+
+
+def test_summary_contract_and_run_folder(run: tuple[Path, dict[str, Any]]) -> None:
+    folder, summary = run
+    assert json.loads((folder / "summary.json").read_text()) == json.loads(json.dumps(summary))
+    assert [t["name"] for t in summary["trials"]] == [
+        "basic",
+        "context",
+        "mixed",
+        "saturation",
+        "prefix-cache",
+        "kv-tier",
+    ]
+    for t in summary["trials"]:
+        assert {"name", "verdict", "evidence", "reasons", "samples"} <= t.keys() and t["reasons"]
+    rows = read_jsonl(folder / "requests.jsonl")
+    assert len(rows) > 60 and {r["kind"] for r in rows} >= {"short", "long", "shared", "unique", "cold"}
+    assert summary["passed"] is False and summary["scale"] == "small"  # basic fails, below
+
+
+def test_basic_names_the_failed_check(run: tuple[Path, dict[str, Any]]) -> None:
+    basic = by_name(run[1])["basic"]
+    checks = basic["evidence"]["checks"]
+    assert checks["health"]["ok"] and checks["models"]["listed"] == ["synthetic"]
+    assert checks["chat_stream"] == checks["chat_stream"] | {"ok": True, "output_tokens": 4, "asked": 4}
+    assert not checks["completion"]["ok"]  # a streamed body where JSON was asked
+    assert basic["verdict"] == "FAIL" and basic["reasons"] == ["failed: completion"]
+    assert basic["samples"]["requests"] == 4
+
+
+def test_prefix_cache_without_hits_fails_functionally(run: tuple[Path, dict[str, Any]]) -> None:
+    pc = by_name(run[1])["prefix-cache"]
+    ev = pc["evidence"]
+    assert pc["functional"] == "FAIL" == pc["verdict"] and pc["performance"] == "INCONCLUSIVE"
+    assert ev["hits"] == 0 == ev["control_hits"] and ev["queries"] > 0 and ev["hit_rate"] == 0
+    assert ev["expected_hit_rate"] > 0.5 and ev["block_size_source"] == "profile"
+    assert pc["samples"] == {"warm_requests": 4, "cold_requests": 2, "pairs": 4}
+
+
+def test_saturation_ladder_extends_and_reports_steps(run: tuple[Path, dict[str, Any]]) -> None:
+    sat = by_name(run[1])["saturation"]
+    steps = sat["evidence"]["steps"]
+    assert [s["concurrency"] for s in steps] == [1, 2, 3]  # 3 = ceil(2 x 1.5), up to max_concurrency
+    for s in steps:
+        assert {"concurrency", "output_tok_s", "ttft_ms_p99", "running_max", "waiting_max"} <= s.keys()
+        assert s["waiting_max"] == 0 and s["output_tok_s"] > 0 and s["delivered"]
+    assert sat["classification"] in ("NONE", "THROUGHPUT_PLATEAU")
+    assert sat["max_executable_concurrency"] == 3 == sat["evidence"]["max_executable_concurrency"]
+
+
+def test_mixed_rounds_follow_the_crossover(run: tuple[Path, dict[str, Any]]) -> None:
+    mixed = by_name(run[1])["mixed"]
+    rounds = mixed["evidence"]["rounds"]
+    assert [(r["index"], r["order"], r["retained"]) for r in rounds] == [
+        (0, "ISO->MIX", False),
+        (1, "MIX->ISO", True),
+        (2, "ISO->MIX", True),
+    ]
+    assert mixed["evidence"]["long_requests"] > 0 and mixed["samples"]["rounds_retained"] == 2
+
+
+def test_kv_tier_and_context_on_a_server_that_states_no_limits(run: tuple[Path, dict[str, Any]]) -> None:
+    trials = by_name(run[1])
+    kv = trials["kv-tier"]
+    assert kv["verdict"] == "UNAVAILABLE" and "capacity unknown" in kv["reasons"][0]
+    ctx = trials["context"]
+    assert ctx["verdict"] == "PASS" and ctx["evidence"]["over_limit"] is None
+    assert ctx["evidence"]["long"]["input_len"] == 64 and ctx["samples"] == {
+        "short_requests": 4,
+        "long_requests": 4,
+    }
+
+
+def test_kv_tier_with_a_given_capacity_runs_and_is_unsupported(
+    server: ThreadedServer, tmp_path: Path
+) -> None:
+    (tmp_path / "p.yaml").write_text(
+        PROFILE.replace("concurrency: 2}", "concurrency: 2, capacity_tokens: 64}")
+    )
+    summary = run_accept(server.url, profile=tmp_path / "p.yaml", trials=["kv-tier"])
+    kv = summary["trials"][0]
+    assert kv["verdict"] == "UNSUPPORTED" and kv["samples"] == {"sessions": 3}  # ceil(64 x 1.5 / 32)
+    assert kv["evidence"]["capacity_source"] == "profile" and kv["evidence"]["reprefill_cost"] > 0
+    assert kv["evidence"]["offload_counters"] == {} and summary["passed"] is True
+
+
+def test_report_is_self_contained_with_plots_drawn(run: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    page = run[0] / "report.html"
+    text = page.read_text()
+    assert "Acceptance trials" in text and text.count("<svg") == 5
+    assert not re.search(r"(src|href)=\"https?://", text)
+    png = screenshot(page, tmp_path / "accept.png", tmp_path)
+    assert drawn_pixels(png) > 40_000
+
+
+def test_cli_json_and_exit_code(server: ThreadedServer, tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(PROFILE)
+    args = [
+        "accept",
+        "--url",
+        server.url,
+        "--profile",
+        str(tmp_path / "p.yaml"),
+        "--json",
+        str(tmp_path / "s.json"),
+    ]
+    ok = CliRunner().invoke(app, [*args, "--trials", "context"])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads((tmp_path / "s.json").read_text())["trials"][0]["verdict"] == "PASS"
+    assert "context" in ok.output and "PASS" in ok.output
+    bad = CliRunner().invoke(app, [*args, "--trials", "prefix-cache"])
+    assert bad.exit_code == 1
+    assert json.loads((tmp_path / "s.json").read_text())["trials"][0]["functional"] == "FAIL"
+
+
+def test_kv_tier_runs_the_same_sessions_on_a_baseline_server(server: ThreadedServer, tmp_path: Path) -> None:
+    with ThreadedServer(SyntheticConfig(itl_s=0.002, ttft_s=0.005)) as baseline:
+        profile = PROFILE.replace(
+            "concurrency: 2}", f"concurrency: 2, capacity_tokens: 64, baseline_url: '{baseline.url}'}}"
+        )
+        (tmp_path / "p.yaml").write_text(profile)
+        kv = run_accept(server.url, profile=tmp_path / "p.yaml", trials=["kv-tier"])["trials"][0]
+    ev = kv["evidence"]
+    assert ev["baseline"]["url"] == baseline.url and ev["baseline"]["sessions"] == ev["sessions"] == 3
+    assert ev["return_ttft_vs_baseline"] > 0 and kv["verdict"] == "UNSUPPORTED"

@@ -1,0 +1,103 @@
+"""``seatrial accept`` against real vLLM-CPU (the issue's 'done when').
+
+The session server runs with --max-num-seqs 4 and prefix caching on; a second one is started here
+with prefix caching off and a KV cache of 64 blocks (8,192 tokens), so the kv-tier trial can build
+a working set above its capacity.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import start_engine
+from report.chromium import drawn_pixels, screenshot
+from seatrial.cli.app import app
+from seatrial.report.runfolder import read_jsonl
+from seatrial.server.engine import LocalEngine
+
+pytestmark = pytest.mark.engine
+
+
+def accept(url: str, tmp: Path, *extra: str) -> tuple[int, dict[str, dict[str, Any]], dict[str, Any]]:
+    args = ["accept", "--url", url, "--scale", "small", "--json", str(tmp / "s.json"), *extra]
+    result = CliRunner().invoke(app, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    summary = json.loads((tmp / "s.json").read_text())
+    return result.exit_code, {t["name"]: t for t in summary["trials"]}, summary
+
+
+@pytest.fixture(scope="module")
+def no_prefix_server(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Iterator[LocalEngine]:
+    engine = start_engine(
+        tmp_path_factory.mktemp("vllm-noprefix"),
+        tiny_model,
+        max_num_seqs=4,
+        prefix_caching=False,
+        extra_args=["--num-gpu-blocks-override", "64"],
+    )
+    yield engine
+    engine.stop()
+
+
+def test_queue_saturation_and_prefix_cache_pass(vllm_server: LocalEngine, tmp_path: Path) -> None:
+    code, trials, summary = accept(vllm_server.url, tmp_path, "--trials", "saturation,prefix-cache")
+    assert list(trials) == ["saturation", "prefix-cache"]
+    sat = trials["saturation"]
+    steps = sat["evidence"]["steps"]
+    assert sat["classification"] == "QUEUE_SATURATION", sat["reasons"]
+    assert max(s["waiting_max"] for s in steps) > 0
+    assert all(s["running_max"] <= 4 for s in steps)  # --max-num-seqs 4
+    assert sat["max_executable_concurrency"] == steps[-1]["concurrency"] >= 8
+    assert all(s["requests"] >= 20 for s in steps) and sat["samples"]["C=2"] == 20
+    pc = trials["prefix-cache"]
+    ev = pc["evidence"]
+    assert pc["functional"] == "PASS" == pc["verdict"], pc["reasons"]
+    assert ev["hits"] > 0 and ev["cold_hits"] == 0 == ev["control_hits"] and ev["block_size"] == 128
+    # 2 prefixes x 8 warm questions; 1,024 of each request's tokens were cached, as predicted
+    assert ev["hits"] == 16 * 1024 and ev["hit_rate"] == pytest.approx(ev["expected_hit_rate"], abs=0.02)
+    assert summary["server"]["max_model_len"] == 4096 and summary["server"]["prefix_caching"] is True
+    assert code == (0 if summary["passed"] else 1)
+
+
+def test_default_small_profile_end_to_end(vllm_server: LocalEngine, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    code, trials, summary = accept(vllm_server.url, tmp_path, "--out", str(out))
+    assert list(trials) == ["basic", "context", "mixed", "saturation", "prefix-cache", "kv-tier"]
+    assert trials["basic"]["verdict"] == "PASS", trials["basic"]["reasons"]
+    ctx = trials["context"]["evidence"]
+    assert trials["context"]["verdict"] == "PASS" and ctx["long"]["input_len"] == 4096 - 8
+    assert ctx["over_limit"]["status"] == 400 and "maximum context length" in ctx["over_limit"]["error"]
+    mixed = trials["mixed"]
+    assert mixed["samples"]["rounds_retained"] == 4 and mixed["verdict"] in (
+        "PASS",
+        "FAIL",
+        "UNSTABLE",
+        "REVIEW_REQUIRED",
+    )
+    kv = trials["kv-tier"]
+    assert kv["verdict"] == "UNAVAILABLE" and "1,048,576" in kv["reasons"][0]
+    assert code == (0 if summary["passed"] else 1)
+    assert summary == json.loads((out / "summary.json").read_text())
+    assert len(read_jsonl(out / "requests.jsonl")) > 300 and read_jsonl(out / "server_metrics.jsonl")
+    png = screenshot(out / "report.html", tmp_path / "report.png", tmp_path)
+    assert drawn_pixels(png) > 40_000
+
+
+def test_prefix_cache_off_fails_functionally(no_prefix_server: LocalEngine, tmp_path: Path) -> None:
+    code, trials, summary = accept(no_prefix_server.url, tmp_path, "--trials", "prefix-cache,kv-tier")
+    pc = trials["prefix-cache"]
+    assert pc["functional"] == "FAIL" == pc["verdict"] and pc["performance"] == "INCONCLUSIVE"
+    assert pc["evidence"]["hits"] == 0 and "never queried" in pc["reasons"][0]
+    assert pc["evidence"]["server_prefix_caching"] is False
+    assert summary["server"]["prefix_caching"] is False and code == 1
+    kv = trials["kv-tier"]  # a real working set above capacity, but no offload tier: never a PASS
+    ev = kv["evidence"]
+    assert kv["verdict"] == "UNSUPPORTED" and "no KV offload tier" in kv["reasons"][0]
+    assert ev["kv_capacity_tokens"] == 8192 and ev["sessions"] * ev["session_len"] >= 1.5 * 8192
+    assert ev["return_hits"] == 0 and ev["reprefill_cost"] > 0 and ev["failed"] == 0
