@@ -57,8 +57,18 @@ def step_hw(ctx: DemoContext) -> dict[str, Any]:
     return {"hw": sheet}
 
 
+def step_accept(ctx: DemoContext) -> dict[str, Any]:
+    """The small acceptance profile (every trial) against the local vLLM; verdicts go to the report."""
+    from seatrial.trials import run_accept
+
+    summary = run_accept(ctx.url, scale="small", out_dir=ctx.out / "accept")
+    for t in summary["trials"]:
+        ctx.log(f"   {t['name']:<13} {t['verdict']}")
+    return {k: summary[k] for k in ("trials", "passed", "scale", "url") if k in summary}
+
+
 def default_steps() -> list[tuple[str, Step]]:
-    return [("hw", step_hw), ("bench", step_bench)]
+    return [("hw", step_hw), ("bench", step_bench), ("accept", step_accept)]
 
 
 def run_demo(
