@@ -32,9 +32,10 @@ def version() -> None:
 # Keep this list sorted; add a line, never edit another's.
 from seatrial.cli import (  # noqa: E402
     _placeholder,
+    audit,
 )
 
-for _module in (_placeholder,):
+for _module in (_placeholder, audit):
     _module.register(app)
 
 
