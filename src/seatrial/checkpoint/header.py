@@ -118,7 +118,9 @@ def _fast_columns(
         return None
     if offsets.ndim != 2 or offsets.shape[1] != 2 or (values and offsets.dtype.kind != "i"):
         return None
-    if (dims.size and (dims.dtype.kind != "i" or dims.min() < 0)) or any(type(s) is not list for s in shapes):
+    if (dims.size and (dims.ndim != 1 or dims.dtype.kind != "i" or dims.min() < 0)) or any(
+        type(s) is not list for s in shapes
+    ):
         return None
     if numel.size and numel.max() > 8 * data_bytes:
         return None

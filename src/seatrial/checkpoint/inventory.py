@@ -76,8 +76,8 @@ def scan(root: Path) -> Inventory:
     declared = declared_quantization(files.config, files.hf_quant_config, root.resolve().name)
     raw = [g for (file, _), h in zip(files.shards, headers, strict=True) for g in _raw_groups(file, h)]
     siblings: dict[str, dict[str, TensorEntry]] = {}
-    for _file, template, _example, shape, dtype, *_ in raw:
-        module, leaf = split_name(template)
+    for _file, template, example, shape, dtype, *_ in raw:
+        module, leaf = split_name(template)[0], split_name(example)[1]
         siblings.setdefault(module, {}).setdefault(leaf, TensorEntry(dtype, shape, 0, 0))
     groups = [_finish(r, siblings, declared.int_bits, num_layers) for r in raw]
     return Inventory(files, headers, groups, declared, num_layers)
@@ -123,7 +123,7 @@ def _finish(
     raw: tuple[Any, ...], siblings: dict[str, dict[str, TensorEntry]], int_bits: int, num_layers: int | None
 ) -> TensorGroup:
     file, template, example, shape, dtype, layer, count, nbytes = raw
-    module, leaf = split_name(template)
+    module, leaf = split_name(template)[0], split_name(example)[1]
     near = siblings[module]
     parent = siblings.get(split_name(module)[0], {})
     if "weight_scale" not in near and "weight_scale" in parent:  # one scale shared by split tensors
