@@ -8,6 +8,7 @@ import pytest
 from tests.ckptgen.seed000 import write_seed000
 
 from seatrial.checkpoint import AuditReport, audit
+from seatrial.plan.source import Source, load_source
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +35,14 @@ def seed000_report(seed000: Path) -> AuditReport:
 @pytest.fixture(scope="session")
 def seed000_converted_report(seed000_converted: Path) -> AuditReport:
     return audit(seed000_converted)
+
+
+@pytest.fixture(scope="session")
+def seed000_source(seed000: Path) -> Source:
+    """The replica as the planner reads it (scanned once per session)."""
+    return load_source(seed000, None, "auto")
+
+
+@pytest.fixture(scope="session")
+def seed000_converted_source(seed000_converted: Path) -> Source:
+    return load_source(seed000_converted, None, "auto")

@@ -11,5 +11,7 @@ from tests.ckptgen.fixtures import (  # noqa: F401
     seed000,
     seed000_converted,
     seed000_converted_report,
+    seed000_converted_source,
     seed000_report,
+    seed000_source,
 )

@@ -33,9 +33,10 @@ def version() -> None:
 from seatrial.cli import (  # noqa: E402
     _placeholder,
     audit,
+    plan,
 )
 
-for _module in (_placeholder, audit):
+for _module in (_placeholder, audit, plan):
     _module.register(app)
 
 

@@ -47,7 +47,7 @@ def search(req: PlanRequest) -> PlanResult:
 
 
 def _row(result: PlanResult, nodes: int) -> LayoutRow:
-    errors = [f.code for f in result.findings if f.severity == "error"]
+    errors = list(dict.fromkeys(f.code for f in result.findings if f.severity == "error"))
     return LayoutRow(
         nodes=nodes,
         tp=result.tp,
