@@ -73,7 +73,7 @@ PROFILES: dict[str, Hardware] = {
 
 
 def resolve(name: str, gpu_memory_gib: float | None = None) -> Hardware:
-    """A profile by name, ``local`` (detected), or ``custom`` (``--gpu-memory-gib`` required)."""
+    """A profile by name, ``local`` (detected), ``cpu`` (vLLM-CPU on this host), or ``custom``."""
     if name == "custom":
         if gpu_memory_gib is None or gpu_memory_gib <= 0:
             raise ConfigError("--hardware custom needs --gpu-memory-gib")
@@ -83,9 +83,11 @@ def resolve(name: str, gpu_memory_gib: float | None = None) -> Hardware:
         )
     if name == "local":
         return detect_local()
+    if name == "cpu":
+        return cpu_host()
     if name not in PROFILES:
         raise ConfigError(
-            f"--hardware: unknown profile {name!r}; known: local, custom, {', '.join(PROFILES)}"
+            f"--hardware: unknown profile {name!r}; known: local, cpu, custom, {', '.join(PROFILES)}"
         )
     profile = PROFILES[name]
     if gpu_memory_gib is not None:
@@ -109,13 +111,19 @@ def _meminfo_bytes(key: str) -> int:
     raise HardwareError(f"/proc/meminfo has no {key}")
 
 
-def detect_local() -> Hardware:
-    """The local accelerators through nvidia-smi; a CPU-only host becomes a ``cpu`` profile."""
+def cpu_host() -> Hardware:
+    """This host as vLLM-CPU sees it: weights and KV cache in host RAM."""
     host = _meminfo_bytes("MemTotal")
+    return Hardware(
+        name="cpu", memory_bytes=host, unified=True, host_memory_bytes=host, gpus_per_node=1, cpu=True
+    )
+
+
+def detect_local() -> Hardware:
+    """The local accelerators through nvidia-smi; a CPU-only host becomes the ``cpu`` profile."""
     if shutil.which("nvidia-smi") is None:
-        return Hardware(
-            name="cpu", memory_bytes=host, unified=True, host_memory_bytes=host, gpus_per_node=1, cpu=True
-        )
+        return cpu_host()
+    host = _meminfo_bytes("MemTotal")
     try:
         text = subprocess.run(
             ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
@@ -129,9 +137,7 @@ def detect_local() -> Hardware:
         raise HardwareError(f"nvidia-smi failed: {exc}") from None
     rows = [line.rsplit(",", 1) for line in text.strip().splitlines() if "," in line]
     if not rows:
-        return Hardware(
-            name="cpu", memory_bytes=host, unified=True, host_memory_bytes=host, gpus_per_node=1, cpu=True
-        )
+        return cpu_host()
     name = rows[0][0].strip()
     unified = "GB10" in name or rows[0][1].strip() in ("[N/A]", "N/A")
     memory = host if unified else int(float(rows[0][1])) * 1024**2

