@@ -5,19 +5,34 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.ckptgen.seed000 import config as seed000_config
 
 from seatrial.plan.arch import arch_from_config
 from seatrial.plan.kv import KvSettings, capacity, layer_specs
-from tests.ckptgen.seed000 import config as seed000_config
 
 GIB = 1024**3
-LLAMA: dict[str, Any] = {"model_type": "llama", "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
-                         "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 512, "torch_dtype": "bfloat16"}
+LLAMA: dict[str, Any] = {
+    "model_type": "llama",
+    "hidden_size": 512,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "head_dim": 64,
+    "vocab_size": 512,
+    "torch_dtype": "bfloat16",
+}
 
 
 def _settings(**kw: Any) -> KvSettings:
-    base = {"tp": 1, "block_size": 16, "kv_dtype_bytes": 2, "max_model_len": 2048, "max_num_batched_tokens": 2048,
-            "in_flight_batches": 1, "prefix_caching": True}
+    base = {
+        "tp": 1,
+        "block_size": 16,
+        "kv_dtype_bytes": 2,
+        "max_model_len": 2048,
+        "max_num_batched_tokens": 2048,
+        "in_flight_batches": 1,
+        "prefix_caching": True,
+    }
     return KvSettings(**{**base, **kw})
 
 
@@ -56,8 +71,13 @@ def test_mla_latent_is_replicated_on_every_rank() -> None:
 
 
 def test_sliding_window_hybrid_groups_and_window_blocks() -> None:
-    cfg = {**LLAMA, "model_type": "gemma3_text", "num_hidden_layers": 6, "sliding_window": 256,
-           "layer_types": ["sliding_attention"] * 5 + ["full_attention"]}
+    cfg = {
+        **LLAMA,
+        "model_type": "gemma3_text",
+        "num_hidden_layers": 6,
+        "sliding_window": 256,
+        "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+    }
     kv = _cap(cfg, block_size=128)
     assert len(kv.groups) == 6 and kv.bytes_per_block == 128 * 2 * 2 * 64 * 2
     sliding = -(-min(256 - 1 + 2048, 2048) // 128) + 1  # vLLM: cdiv(min(w - 1 + in-flight, len), bs) + 1
@@ -74,7 +94,8 @@ def test_gated_delta_net_aligns_the_attention_block() -> None:
     s = _settings(tp=2, max_model_len=16384)
     specs = layer_specs(arch, s)
     # state per rank: conv 8192/2 x 3 + temporal 32/2 x 128 x 128, in BF16 = 548,864 bytes
-    # attention page per token per rank: 2 x 1 head x 256 x 2 = 1,024 -> block 16 x cdiv(548864, 16 x 1024) = 544
+    # attention page per token and rank: 2 x 1 head x 256 x 2 = 1,024
+    # -> block = 16 x cdiv(548864, 16 x 1024) = 544
     assert {sp.block_size for sp in specs} == {544}
     assert {sp.page_bytes for sp in specs} == {544 * 1024}
     kv = capacity(arch, s, [(range(48), 22 * GIB)])
