@@ -59,8 +59,8 @@ def _group_format(weights: dict[str, Any]) -> str:
 
 def _compressed_tensors(qc: dict[str, Any]) -> tuple[list[str], int]:
     formats, int_bits = [], 4
-    for group in (qc.get("config_groups") or {}).values():
-        weights = (group or {}).get("weights") or {}
+    for group in _object(qc.get("config_groups")).values():
+        weights = _object(_object(group).get("weights"))
         formats.append(_group_format(weights))
         if weights.get("type", "int") == "int" and isinstance(weights.get("num_bits"), int):
             int_bits = weights["num_bits"]
@@ -69,33 +69,33 @@ def _compressed_tensors(qc: dict[str, Any]) -> tuple[list[str], int]:
 
 def declared_quantization(config: dict[str, Any], hf_quant: dict[str, Any], name: str) -> Declared:
     """Read ``quantization_config`` / ``hf_quant_config.json``; fall back to the directory name."""
-    qc = config.get("quantization_config") or {}
-    if hf_quant.get("quantization"):
-        q = hf_quant["quantization"]
+    qc = _object(config.get("quantization_config"))
+    q = _object(hf_quant.get("quantization"))
+    if q:
         algo = str(q.get("quant_algo") or "unknown").upper()
         return Declared(
-            "hf_quant_config.json", "modelopt", algo, (algo,), tuple(q.get("exclude_modules") or ()), 4
+            "hf_quant_config.json", "modelopt", algo, (algo,), _names(q.get("exclude_modules")), 4
         )
     method = str(qc.get("quant_method") or "")
     if method == "compressed-tensors":
         formats, bits = _compressed_tensors(qc)
         headline = min(formats, key=_format_bits) if formats else "unknown"
         return Declared(
-            "config.json", method, headline, tuple(sorted(set(formats))), tuple(qc.get("ignore") or ()), bits
+            "config.json", method, headline, tuple(sorted(set(formats))), _names(qc.get("ignore")), bits
         )
     if method == "modelopt":
         algo = str(qc.get("quant_algo") or "unknown").upper()
-        return Declared("config.json", method, algo, (algo,), tuple(qc.get("exclude_modules") or ()), 4)
+        return Declared("config.json", method, algo, (algo,), _names(qc.get("exclude_modules")), 4)
     if method == "fp8":
-        return Declared(
-            "config.json", method, "FP8", ("FP8",), tuple(qc.get("modules_to_not_convert") or ()), 4
-        )
+        return Declared("config.json", method, "FP8", ("FP8",), _names(qc.get("modules_to_not_convert")), 4)
     if method in ("gptq", "awq"):
-        bits = int(qc.get("bits") or qc.get("w_bit") or 4)
+        bits = next(
+            (b for b in (qc.get("bits"), qc.get("w_bit")) if isinstance(b, int) and b in (2, 3, 4, 8)), 4
+        )
         return Declared("config.json", method, f"INT{bits}", (f"INT{bits}",), (), bits)
     if method == "mxfp4":
         return Declared(
-            "config.json", method, "MXFP4", ("MXFP4",), tuple(qc.get("modules_to_not_convert") or ()), 4
+            "config.json", method, "MXFP4", ("MXFP4",), _names(qc.get("modules_to_not_convert")), 4
         )
     upper = name.upper()
     for label in ("NVFP4", "MXFP4", "FP8", "AWQ", "GPTQ", "INT4", "INT8"):
@@ -103,6 +103,16 @@ def declared_quantization(config: dict[str, Any], hf_quant: dict[str, Any], name
             return Declared("name", "", label, (label,), (), 4)
     dtype = str(config.get("torch_dtype") or config.get("dtype") or "unknown").upper()
     return Declared("none", "", dtype.replace("BFLOAT16", "BF16").replace("FLOAT16", "F16"), (), (), 4)
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A JSON object, or an empty one for anything else (a malformed config declares nothing)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """The string entries of an ignore/exclude list."""
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
 
 
 def _format_bits(label: str) -> int:

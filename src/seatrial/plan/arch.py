@@ -59,10 +59,13 @@ class Arch(BaseModel):
     tie_word_embeddings: bool = False
 
 
-def _int(cfg: dict[str, Any], *keys: str, default: int | None = None) -> int:
+def _int(cfg: dict[str, Any], *keys: str, default: int | None = None, minimum: int = 0) -> int:
+    """The first integer among ``keys``; below ``minimum`` is a ConfigError naming the key."""
     for key in keys:
         value = cfg.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
+            if value < minimum:
+                raise ConfigError(f"config.json: {key} must be >= {minimum}, got {value}")
             return value
     if default is None:
         raise ConfigError(f"config.json: missing {' / '.join(keys)}")
@@ -82,23 +85,25 @@ def _layer_kinds(cfg: dict[str, Any], n: int, mla: bool) -> list[str]:
     full = "mla" if mla else "full"
     types = cfg.get("layer_types")
     if isinstance(types, list) and len(types) >= n:
-        unknown = {t for t in types[:n] if t not in _KIND}
+        unknown = [t for t in types[:n] if not isinstance(t, str) or t not in _KIND]
         if unknown:
-            raise ConfigError(f"config.json: unsupported layer_types {sorted(unknown)}")
+            raise ConfigError(f"config.json: unsupported layer_types {unknown[:3]}")
         return [full if _KIND[t] == "full" else _KIND[t] for t in types[:n]]
     if mla:
         return [full] * n
     if isinstance(cfg.get("full_attention_interval"), int):
-        k = cfg["full_attention_interval"]
+        k = _int(cfg, "full_attention_interval", minimum=1)
         return ["full" if (i + 1) % k == 0 else "linear" for i in range(n)]
     model_type = str(cfg.get("model_type", ""))
     if model_type == "gemma2":
         return ["sliding" if i % 2 == 0 else "full" for i in range(n)]
     if model_type.startswith("gemma3"):
-        k = _int(cfg, "sliding_window_pattern", default=6)
+        k = _int(cfg, "sliding_window_pattern", default=6, minimum=1)
         return ["sliding" if (i + 1) % k else "full" for i in range(n)]
     if isinstance(cfg.get("attention_chunk_size"), int):
-        rope = cfg.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(n)]
+        rope = cfg.get("no_rope_layers")
+        if not isinstance(rope, list) or len(rope) < n:
+            rope = [int((i + 1) % 4 != 0) for i in range(n)]
         return ["chunked" if rope[i] else "full" for i in range(n)]
     if isinstance(cfg.get("sliding_window"), int) and cfg.get("use_sliding_window", True):
         return ["sliding"] * n
@@ -108,9 +113,9 @@ def _layer_kinds(cfg: dict[str, Any], n: int, mla: bool) -> list[str]:
 def arch_from_config(config: dict[str, Any], dtype: str = "auto") -> Arch:
     """Read an Arch from a (possibly multimodal) config.json document."""
     cfg = text_config(config)
-    n = _int(cfg, "num_hidden_layers", "n_layer", "num_layers")
-    hidden = _int(cfg, "hidden_size", "n_embd", "d_model")
-    heads = _int(cfg, "num_attention_heads", "n_head")
+    n = _int(cfg, "num_hidden_layers", "n_layer", "num_layers", minimum=1)
+    hidden = _int(cfg, "hidden_size", "n_embd", "d_model", minimum=1)
+    heads = _int(cfg, "num_attention_heads", "n_head", minimum=1)
     mla = isinstance(cfg.get("kv_lora_rank"), int)
     name = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16") if dtype == "auto" else dtype
     if name.replace("torch.", "") not in DTYPE_BYTES:
@@ -123,15 +128,15 @@ def arch_from_config(config: dict[str, Any], dtype: str = "auto") -> Arch:
         model_type=str(cfg.get("model_type", "")),
         num_layers=n,
         hidden_size=hidden,
-        vocab_size=_int(cfg, "vocab_size"),
+        vocab_size=_int(cfg, "vocab_size", minimum=1),
         dtype_bytes=DTYPE_BYTES[name.replace("torch.", "")],
-        max_position_embeddings=_int(cfg, "max_position_embeddings", "n_positions", default=4096),
+        max_position_embeddings=_int(cfg, "max_position_embeddings", "n_positions", default=4096, minimum=1),
         layer_kinds=_layer_kinds(cfg, n, mla),
         num_heads=heads,
-        num_kv_heads=1 if mla else _int(cfg, "num_key_value_heads", "num_kv_heads", default=heads),
-        head_dim=_int(cfg, "head_dim", default=hidden // heads),
-        sliding_window=cfg.get("sliding_window") if isinstance(cfg.get("sliding_window"), int) else None,
-        attention_chunk_size=_int(cfg, "attention_chunk_size", default=0) or None,
+        num_kv_heads=1 if mla else _int(cfg, "num_key_value_heads", "num_kv_heads", default=heads, minimum=1),
+        head_dim=_int(cfg, "head_dim", default=max(hidden // heads, 1), minimum=1),
+        sliding_window=_int(cfg, "sliding_window", default=0, minimum=1) or None,
+        attention_chunk_size=_int(cfg, "attention_chunk_size", default=0, minimum=1) or None,
         mla_head_size=_int(cfg, "kv_lora_rank") + _int(cfg, "qk_rope_head_dim") if mla else None,
         linear_conv_dim=k_heads * k_dim * 2 + v_heads * v_dim,
         linear_conv_kernel=_int(cfg, "linear_conv_kernel_dim", default=4),
