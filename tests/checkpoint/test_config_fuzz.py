@@ -1,4 +1,4 @@
-"""Malformed config.json / hf_quant_config.json: the audit reports or raises a seatrial error, never a traceback."""
+"""Malformed config.json / hf_quant_config.json: an audit or a seatrial error, never a traceback."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.ckptgen.layouts import bf16, fp8_channel
+from tests.ckptgen.writer import write_sharded
 
 from seatrial.checkpoint import audit
 from seatrial.errors import SeatrialError
-from tests.ckptgen.layouts import bf16, fp8_channel
-from tests.ckptgen.writer import write_sharded
 
 KEYS = [
     "quantization_config",
