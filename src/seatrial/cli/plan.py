@@ -8,7 +8,8 @@ import typer
 from rich.table import Table
 
 from seatrial.cli.common import emit_json, out, parse_int_list, parse_name_list
-from seatrial.plan import PlanRequest, PlanResult, plan, search
+from seatrial.plan import PlanResult, plan, search
+from seatrial.plan.models import build_request
 
 _STYLE = {"info": "dim", "warning": "yellow", "error": "bold red"}
 
@@ -49,7 +50,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Plan memory per rank with vLLM's rules. Exit code 1 when it does not fit (or, with --search,
         when no layout fits)."""
-        request = PlanRequest(
+        request = build_request(
             checkpoint=directory,
             config=config,
             hardware=hardware,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from seatrial.plan.hardware import resolve
-from seatrial.plan.models import PlanRequest, PlanResult
+from seatrial.plan.models import PlanResult, build_request
 from seatrial.plan.planner import plan
 
 
@@ -31,7 +31,7 @@ def check_launch(
     """
     world = tensor_parallel_size * pipeline_parallel_size
     per_node = resolve(hardware).gpus_per_node
-    request = PlanRequest(
+    request = build_request(
         checkpoint=Path(checkpoint_dir),
         hardware=hardware,
         gpu_memory_utilization=gpu_memory_utilization,

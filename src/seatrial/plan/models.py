@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seatrial.checkpoint.report import Finding
+from seatrial.errors import ConfigError
 from seatrial.plan.kv import KvCapacity
 
 GIB = 1024**3
@@ -46,6 +48,17 @@ class PlanRequest(BaseModel):
     pp_layer_partition: list[int] | None = None
     stage_hardware: list[str] | None = None
     embeddings_on_host: bool = False
+
+
+def build_request(**fields: Any) -> PlanRequest:
+    """A PlanRequest, with a ConfigError naming the flag (``--tp``) instead of a validation traceback."""
+    try:
+        return PlanRequest(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]) if err["loc"] else "plan"
+        flag = "DIR" if name == "checkpoint" else "--" + name.replace("_", "-")
+        raise ConfigError(f"{flag}: {err['msg']} (got {err.get('input')!r})") from None
 
 
 class RankLedger(BaseModel):
