@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.ckptgen.seed001 import write_config_2p4t
 from typer.testing import CliRunner
 
 from seatrial.cli.app import app
 from seatrial.errors import CheckpointError, ConfigError
-from tests.ckptgen.seed001 import write_config_2p4t
 
 
 @pytest.mark.parametrize(
