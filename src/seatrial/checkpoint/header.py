@@ -12,6 +12,8 @@ import math
 import struct
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -106,25 +108,28 @@ def _fast_columns(
     """Validate the whole header at once; None when anything is off (the slow path then names it)."""
     try:
         values = list(doc.values())
-        dtypes = [v["dtype"] for v in values]
-        shapes = [v["shape"] for v in values]
-        offsets = np.array([v["data_offsets"] for v in values] or np.empty((0, 2)), dtype=None)
-        if not set(dtypes) <= DTYPE_BITS.keys():
+        dtypes = list(map(itemgetter("dtype"), values))
+        shapes = list(map(itemgetter("shape"), values))
+        offsets = list(map(itemgetter("data_offsets"), values))
+        if not set(dtypes) <= DTYPE_BITS.keys() or not set(map(type, shapes)) | set(map(type, offsets)) <= {
+            list
+        }:
             return None
-        dims = np.array([d for s in shapes for d in s])
-        numel = np.array([math.prod(s) for s in shapes], dtype=np.int64)
-        bits = np.array([DTYPE_BITS[d] for d in dtypes], dtype=np.int64)
+        if values and set(map(len, offsets)) != {2}:
+            return None
+        flat = np.array(list(chain.from_iterable(offsets)))
+        dims = np.array(list(chain.from_iterable(shapes)))
+        numel = np.array(list(map(math.prod, shapes)), dtype=np.int64)
+        bits = np.array(list(map(DTYPE_BITS.__getitem__, dtypes)), dtype=np.int64)
     except (TypeError, KeyError, ValueError, OverflowError):
         return None
-    if offsets.ndim != 2 or offsets.shape[1] != 2 or (values and offsets.dtype.kind != "i"):
+    if values and (flat.ndim != 1 or flat.dtype.kind != "i"):
         return None
-    if (dims.size and (dims.ndim != 1 or dims.dtype.kind != "i" or dims.min() < 0)) or any(
-        type(s) is not list for s in shapes
-    ):
+    if dims.size and (dims.ndim != 1 or dims.dtype.kind != "i" or dims.min() < 0):
         return None
     if numel.size and numel.max() > 8 * data_bytes:
         return None
-    begins, ends = offsets[:, 0].astype(np.int64), offsets[:, 1].astype(np.int64)
+    begins, ends = flat[0::2].astype(np.int64), flat[1::2].astype(np.int64)
     total_bits = numel * bits
     if values and (begins.min() < 0 or (ends < begins).any() or ends.max() > data_bytes):
         return None

@@ -7,6 +7,7 @@ thousand rows computed once each. Bytes and counts are exact sums over the group
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -87,16 +88,27 @@ def _layer(name: str) -> str:
     return name.partition(".layers.")[2].partition(".")[0]
 
 
+_LAYER_AT_LINE_START = re.compile(r"^(?:[^\n]*?\.layers\.(\d+)(?:\.|$))?", re.M)
+
+
+def _templates_and_layers(names: list[str]) -> tuple[list[str], list[str]]:
+    """Name templates (digits -> '#') and layer numbers ('' for none), computed over all names at once."""
+    joined = "\n".join(names)
+    templates = joined.encode().translate(_DIGITS).decode().split("\n")
+    layers = _LAYER_AT_LINE_START.findall(joined)
+    if len(templates) != len(names) or len(layers) != len(names):  # a name holds a newline
+        templates = [n.encode().translate(_DIGITS).decode() for n in names]
+        layers = [_layer(n) if "\n" not in n else "" for n in names]
+    return templates, layers
+
+
 def _raw_groups(file: str, h: ShardHeader) -> list[tuple[Any, ...]]:
     if not h.names:
         return []
-    templates = "\n".join(h.names).encode().translate(_DIGITS).decode().split("\n")
-    if len(templates) != len(h.names):  # a name with a newline: group it alone
-        templates = [n.encode().translate(_DIGITS).decode() for n in h.names]
+    templates, layers = _templates_and_layers(h.names)
     keys: dict[tuple[str, str, str], int] = {}
     ids = np.array(
-        [keys.setdefault(k, len(keys)) for k in zip(templates, h.dtypes, map(_layer, h.names), strict=True)],
-        dtype=np.int64,
+        [keys.setdefault(k, len(keys)) for k in zip(templates, h.dtypes, layers, strict=True)], dtype=np.int64
     )
     nbytes = np.bincount(ids, weights=h.nbytes, minlength=len(keys))
     counts = np.bincount(ids, minlength=len(keys))
