@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from tests.ckptgen.seed000 import write_seed000
 
-from seatrial.checkpoint import AuditReport, audit
-from seatrial.plan.source import Source, load_source
+from seatrial.checkpoint import AuditReport, Inventory, scan, summarize
+from seatrial.plan.source import Source, source_from_inventory
 
 
 @pytest.fixture(scope="session")
@@ -28,21 +28,31 @@ def seed000_converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def seed000_report(seed000: Path) -> AuditReport:
-    return audit(seed000)
+def seed000_inventory(seed000: Path) -> Inventory:
+    return scan(seed000)
 
 
 @pytest.fixture(scope="session")
-def seed000_converted_report(seed000_converted: Path) -> AuditReport:
-    return audit(seed000_converted)
+def seed000_converted_inventory(seed000_converted: Path) -> Inventory:
+    return scan(seed000_converted)
 
 
 @pytest.fixture(scope="session")
-def seed000_source(seed000: Path) -> Source:
+def seed000_report(seed000_inventory: Inventory) -> AuditReport:
+    return summarize(seed000_inventory)
+
+
+@pytest.fixture(scope="session")
+def seed000_converted_report(seed000_converted_inventory: Inventory) -> AuditReport:
+    return summarize(seed000_converted_inventory)
+
+
+@pytest.fixture(scope="session")
+def seed000_source(seed000_inventory: Inventory) -> Source:
     """The replica as the planner reads it (scanned once per session)."""
-    return load_source(seed000, None, "auto")
+    return source_from_inventory(seed000_inventory)
 
 
 @pytest.fixture(scope="session")
-def seed000_converted_source(seed000_converted: Path) -> Source:
-    return load_source(seed000_converted, None, "auto")
+def seed000_converted_source(seed000_converted_inventory: Inventory) -> Source:
+    return source_from_inventory(seed000_converted_inventory)

@@ -10,8 +10,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # makes ``tests.ck
 from tests.ckptgen.fixtures import (  # noqa: F401
     seed000,
     seed000_converted,
+    seed000_converted_inventory,
     seed000_converted_report,
     seed000_converted_source,
+    seed000_inventory,
     seed000_report,
     seed000_source,
 )

@@ -7,7 +7,10 @@ thousand rows computed once each. Bytes and counts are exact sums over the group
 
 from __future__ import annotations
 
+import gc
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -68,8 +71,26 @@ def text_config(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, **inner} if isinstance(inner, dict) else config
 
 
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Parsed headers create hundreds of thousands of acyclic objects; the cyclic collector would
+    rescan them on every allocation burst, doubling the wall time, and can find nothing to free."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def scan(root: Path) -> Inventory:
     """Read every shard header of the checkpoint at ``root`` and classify its tensors."""
+    with _no_cyclic_gc():
+        return _scan(root)
+
+
+def _scan(root: Path) -> Inventory:
     files = list_files(root)
     headers = [read_header(path) for _, path in files.shards]
     layers = text_config(files.config).get("num_hidden_layers")

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from seatrial.checkpoint.index import read_json_file
-from seatrial.checkpoint.inventory import scan
+from seatrial.checkpoint.inventory import Inventory, scan
 from seatrial.errors import CheckpointError, ConfigError
 from seatrial.plan.arch import Arch, arch_from_config
 from seatrial.plan.estimate import estimate_items
@@ -33,11 +33,14 @@ def load_source(checkpoint: Path | None, config: Path | None, dtype: str) -> Sou
         arch = arch_from_config(doc, dtype)
         return Source(str(config), doc, arch, estimate_items(doc, arch), None)
     assert checkpoint is not None
-    inv = scan(checkpoint)
+    return source_from_inventory(scan(checkpoint), dtype)
+
+
+def source_from_inventory(inv: Inventory, dtype: str = "auto") -> Source:
+    """A Source from a checkpoint already scanned (an audit's inventory)."""
     if not inv.files.config:
-        raise CheckpointError(checkpoint, "has no config.json to read the architecture from")
+        raise CheckpointError(inv.files.root, "has no config.json to read the architecture from")
     arch = arch_from_config(inv.files.config, dtype)
     sizes = [(file, int(h.nbytes.sum())) for (file, _), h in zip(inv.files.shards, inv.headers, strict=True)]
-    return Source(
-        str(checkpoint), inv.files.config, arch, items_from_inventory(inv), max(sizes, key=lambda s: s[1])
-    )
+    largest = max(sizes, key=lambda s: s[1])
+    return Source(str(inv.files.root), inv.files.config, arch, items_from_inventory(inv), largest)
