@@ -158,9 +158,11 @@ def _index(inv: Inventory, r: AuditReport) -> Iterator[Finding]:
     wm = inv.files.weight_map
     if not wm:
         return
-    stored = {
-        name: file for (file, _), h in zip(inv.files.shards, inv.headers, strict=True) for name in h.names
-    }
+    stored: dict[str, str] = {}
+    for (file, _), h in zip(inv.files.shards, inv.headers, strict=True):
+        stored.update(dict.fromkeys(h.names, file))
+    if stored == wm:
+        return
     missing = [n for n, f in wm.items() if stored.get(n) != f]
     extra = [n for n in stored if n not in wm]
     if missing:

@@ -53,7 +53,7 @@ def _read_index(root: Path) -> tuple[dict[str, str], int | None]:
     path = resolve_inside(root, INDEX_NAME)
     doc = read_json_file(path)
     weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
-    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+    if not isinstance(weight_map, dict) or not set(map(type, weight_map.values())) <= {str}:
         raise CheckpointError(path, "weight_map must map tensor names to file names")
     total = (doc.get("metadata") or {}).get("total_size")
     if total is not None and (type(total) is not int or total < 0):

@@ -8,7 +8,6 @@ thousand rows computed once each. Bytes and counts are exact sums over the group
 from __future__ import annotations
 
 import gc
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -105,32 +104,36 @@ def _scan(root: Path) -> Inventory:
     return Inventory(files, headers, groups, declared, num_layers)
 
 
-def _layer(name: str) -> str:
-    return name.partition(".layers.")[2].partition(".")[0]
-
-
-_LAYER_AT_LINE_START = re.compile(r"^(?:[^\n]*?\.layers\.(\d+)(?:\.|$))?", re.M)
-
-
 def _templates_and_layers(names: list[str]) -> tuple[list[str], list[str]]:
-    """Name templates (digits -> '#') and layer numbers ('' for none), computed over all names at once."""
-    joined = "\n".join(names)
-    templates = joined.encode().translate(_DIGITS).decode().split("\n")
-    layers = _LAYER_AT_LINE_START.findall(joined)
-    if len(templates) != len(names) or len(layers) != len(names):  # a name holds a newline
+    """Name templates (digits -> '#') and layer numbers ('' for none), computed over all names at once.
+
+    Within one template the layer number sits at a fixed position (``.layers.##.``), so it is a slice.
+    """
+    templates = "\n".join(names).encode().translate(_DIGITS).decode().split("\n")
+    if len(templates) != len(names):  # a name holds a newline
         templates = [n.encode().translate(_DIGITS).decode() for n in names]
-        layers = [_layer(n) if "\n" not in n else "" for n in names]
-    return templates, layers
+    spans = {t: _layer_span(t) for t in set(templates)}
+    return templates, [n[spans[t]] for n, t in zip(names, templates, strict=True)]
+
+
+def _layer_span(template: str) -> slice:
+    at = template.find(".layers.#")
+    if at < 0:
+        return slice(0, 0)
+    start = at + len(".layers.")
+    end = start
+    while end < len(template) and template[end] == "#":
+        end += 1
+    return slice(start, end) if end == len(template) or template[end] == "." else slice(0, 0)
 
 
 def _raw_groups(file: str, h: ShardHeader) -> list[tuple[Any, ...]]:
     if not h.names:
         return []
     templates, layers = _templates_and_layers(h.names)
-    keys: dict[tuple[str, str, str], int] = {}
-    ids = np.array(
-        [keys.setdefault(k, len(keys)) for k in zip(templates, h.dtypes, layers, strict=True)], dtype=np.int64
-    )
+    triples = list(zip(templates, h.dtypes, layers, strict=True))
+    keys = {k: i for i, k in enumerate(dict.fromkeys(triples))}
+    ids = np.fromiter(map(keys.__getitem__, triples), dtype=np.int64, count=len(triples))
     nbytes = np.bincount(ids, weights=h.nbytes, minlength=len(keys))
     counts = np.bincount(ids, minlength=len(keys))
     _, first = np.unique(ids, return_index=True)
