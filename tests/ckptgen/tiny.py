@@ -100,6 +100,13 @@ ARCHITECTURES: dict[str, dict[str, Any]] = {
         "routed_scaling_factor": 1.0,
         "norm_topk_prob": False,
     },
+    "gdn": {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "hidden_size": 256,
+            "intermediate_size": 512, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 64, "full_attention_interval": 4, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+            "linear_key_head_dim": 64, "linear_value_head_dim": 64, "linear_conv_kernel_dim": 4,
+            "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 128,
+            "shared_expert_intermediate_size": 128, "decoder_sparse_step": 1, "mlp_only_layers": [],
+            "partial_rotary_factor": 0.25, "norm_topk_prob": True},
 }
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from tests.ckptgen.seed000 import config as seed000_config
 
+from seatrial.plan import PlanRequest, plan, planner
 from seatrial.plan.arch import arch_from_config
-from seatrial.plan.kv import KvSettings, capacity, layer_specs
+from seatrial.plan.kv import KvSettings, capacity, layer_specs, state_bytes
 
 GIB = 1024**3
 LLAMA: dict[str, Any] = {
@@ -111,3 +114,27 @@ def test_pp_takes_the_smallest_stage(pp_split: list[int]) -> None:
     page = 16 * 2 * 2 * 64 * 2
     assert kv.stage_blocks == [GIB // (a * page), GIB // (b * page)]
     assert kv.num_blocks == min(kv.stage_blocks)
+
+
+def test_ssm_state_dtype_on_cpu_follows_vllm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    cfg = {
+        **LLAMA,
+        "model_type": "qwen3_next",
+        "full_attention_interval": 4,
+        "linear_num_key_heads": 2,
+        "linear_num_value_heads": 4,
+        "linear_key_head_dim": 64,
+        "linear_value_head_dim": 64,
+        "linear_conv_kernel_dim": 4,
+    }
+    path = tmp_path / "config.json"
+    path.write_bytes(orjson.dumps(cfg))
+    conv, temporal = (2 * 64 * 2 + 4 * 64) * 3, 4 * 64 * 64
+    for avx, ssm_bytes in ((True, 4), (False, 2)):
+        monkeypatch.setattr(planner, "cpu_has_avx512_bf16", lambda avx=avx: avx)
+        result = plan(PlanRequest(config=path, hardware="cpu", kv_cache_gib=1, max_model_len=2048))
+        arch = arch_from_config(cfg)
+        assert state_bytes(arch, _settings(ssm_dtype_bytes=ssm_bytes)) == conv * 2 + temporal * ssm_bytes
+        per_token = 2 * 2 * 64 * 2
+        block = 128 * -(-(conv * 2 + temporal * ssm_bytes) // (128 * per_token))
+        assert result.block_size == block

