@@ -8,7 +8,7 @@ Other estimators run when their venv exists (``--hf-mem BIN``, ``--vllm-wizard B
 installed in throwaway venvs, never in the project. Runs are sequential, under ``nice``, each
 bounded by ``--timeout`` seconds. Target: within 1% of vLLM on every architecture.
 
-    PYTHONPATH=src:. python benchmarks/kv_capacity_vs_vllm.py [--archs gqa,mha,sliding,moe,mla]
+    PYTHONPATH=src:. python benchmarks/kv_capacity_vs_vllm.py [--archs gqa,mha,sliding,moe,mla,gdn]
 """
 
 from __future__ import annotations
