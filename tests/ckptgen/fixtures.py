@@ -10,10 +10,10 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from tests.ckptgen.seed000 import write_seed000
 
 from seatrial.checkpoint import AuditReport, Inventory, scan, summarize
 from seatrial.plan.source import Source, source_from_inventory
-from tests.ckptgen.seed000 import write_seed000
 
 
 @cache
