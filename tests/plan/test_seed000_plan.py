@@ -71,6 +71,9 @@ def test_heterogeneous_pp_leaves_32_gib_per_gb10(
     assert abs(second.weights_gib - 32.16) < 0.1
     assert "ple" not in first.weights_by_component_gib and round(first.host_weights_gib, 2) == 47.68
     assert "lm_head" in second.weights_by_component_gib and "embed_tokens" in first.weights_by_component_gib
+    (fp4,) = [f for f in r.findings if f.code == "fp4_not_native"]  # seed: 3 layers, about 7.55 B parameters
+    assert fp4.severity == "warning" and "stage 0 (rtx-3090)" in fp4.message and "7.55 B" in fp4.message
+    assert first.params_by_precision["NVFP4"] == 3 * 512 * 3 * 2560 * 640
 
 
 def test_heterogeneous_pp_with_bf16_ple_on_host(seed000: Path, seed000_source: Source) -> None:

@@ -12,7 +12,7 @@ from seatrial.plan.source import Source
 
 
 def plan_findings(result: PlanResult, arch: Arch, src: Source, stages: list[Hardware]) -> list[Finding]:
-    checks = (_budget, _kv, _load_peak, _host_ram, _replication, _notes)
+    checks = (_budget, _kv, _load_peak, _host_ram, _fp4_support, _replication, _notes)
     return [f for check in checks for f in check(result, arch, src, stages)]
 
 
@@ -95,6 +95,19 @@ def _host_ram(r: PlanResult, arch: Arch, src: Source, stages: list[Hardware]) ->
             message=f"stage {led.stage} ({led.hardware}): {led.host_weights_gib:.2f} GiB of embeddings in "
             f"host RAM, {room:.2f} GiB available after the reserve",
         )
+
+
+def _fp4_support(r: PlanResult, arch: Arch, src: Source, stages: list[Hardware]) -> Iterator[Finding]:
+    for led, hw in zip(r.per_rank, stages, strict=True):
+        fp4 = sum(n for p, n in led.params_by_precision.items() if p in ("NVFP4", "MXFP4"))
+        if fp4 and not hw.native_fp4 and not hw.cpu:
+            yield Finding(
+                code="fp4_not_native",
+                severity="warning",
+                message=f"stage {led.stage} ({led.hardware}) has no FP4 tensor cores but holds "
+                f"{fp4 / 1e9:.2f} B FP4 parameters: re-quantize them (INT4 W4A16 or BF16) or rely on a "
+                "weight-only fallback kernel",
+            )
 
 
 def _replication(r: PlanResult, arch: Arch, src: Source, stages: list[Hardware]) -> Iterator[Finding]:

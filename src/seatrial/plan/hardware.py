@@ -31,6 +31,8 @@ class Hardware(BaseModel):
     host_memory_bytes: int
     gpus_per_node: int
     cpu: bool = False
+    native_fp4: bool = False
+    """Blackwell-class FP4 tensor cores (NVFP4 / MXFP4 run natively)."""
 
     @property
     def memory_gib(self) -> float:
@@ -41,16 +43,31 @@ PROFILES: dict[str, Hardware] = {
     h.name: h
     for h in (
         Hardware(
-            name="gb10", memory_bytes=121 * GIB, unified=True, host_memory_bytes=121 * GIB, gpus_per_node=1
+            name="gb10",
+            memory_bytes=121 * GIB,
+            unified=True,
+            host_memory_bytes=121 * GIB,
+            gpus_per_node=1,
+            native_fp4=True,
         ),
         Hardware(
             name="gh200", memory_bytes=96 * GB, unified=False, host_memory_bytes=480 * GB, gpus_per_node=1
         ),
         Hardware(
-            name="b300", memory_bytes=288 * GB, unified=False, host_memory_bytes=2048 * GB, gpus_per_node=8
+            name="b300",
+            memory_bytes=288 * GB,
+            unified=False,
+            host_memory_bytes=2048 * GB,
+            gpus_per_node=8,
+            native_fp4=True,
         ),
         Hardware(
-            name="b200", memory_bytes=180 * GB, unified=False, host_memory_bytes=2048 * GB, gpus_per_node=8
+            name="b200",
+            memory_bytes=180 * GB,
+            unified=False,
+            host_memory_bytes=2048 * GB,
+            gpus_per_node=8,
+            native_fp4=True,
         ),
         Hardware(
             name="h200", memory_bytes=141 * GB, unified=False, host_memory_bytes=2048 * GB, gpus_per_node=8
@@ -64,6 +81,7 @@ PROFILES: dict[str, Hardware] = {
             unified=False,
             host_memory_bytes=256 * GB,
             gpus_per_node=4,
+            native_fp4=True,
         ),
         Hardware(
             name="rtx-3090", memory_bytes=24 * GB, unified=False, host_memory_bytes=128 * GB, gpus_per_node=2

@@ -93,6 +93,7 @@ class RankLedger(BaseModel):
     load_peak_gib: float | None
     load_peak_file: str | None
     weights_by_component_gib: dict[str, float]
+    params_by_precision: dict[str, int]
 
 
 class LayoutRow(BaseModel):

@@ -171,6 +171,7 @@ def _ledger(
         host_weights_gib=_g(w.host_bytes_per_node),
         load_peak_gib=_g(peak[1]) if peak else None,
         load_peak_file=peak[0] if peak else None,
+        params_by_precision=w.params_by_precision,
         weights_by_component_gib={
             k: _g(v) for k, v in sorted(w.by_component.items(), key=lambda kv_: -kv_[1])
         },

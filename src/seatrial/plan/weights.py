@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import NamedTuple
 
 from seatrial.checkpoint.inventory import Inventory
+from seatrial.checkpoint.quant import precision
 from seatrial.errors import ConfigError
 
 FIRST_STAGE = frozenset({"embed_tokens", "ple", "vision"})
@@ -20,28 +21,35 @@ LAST_STAGE = frozenset({"lm_head"})
 
 
 class WeightItem(NamedTuple):
-    """Bytes of one component in one decoder layer (``layer`` None for model-level parts)."""
+    """Bytes of one component in one decoder layer (``layer`` None for model-level parts), stored in
+    ``precision`` (``NVFP4``, ``FP8``, ``BF16``...; empty when estimated) holding ``params`` parameters."""
 
     component: str
     layer: int | None
     nbytes: int
+    precision: str = ""
+    params: int = 0
 
 
 class StageWeights(NamedTuple):
-    """Per-rank GPU weight bytes of a stage and the host bytes its node holds."""
+    """Per-rank GPU weight bytes of a stage, the host bytes its node holds, and the parameters of the
+    stage (all ranks) by storage precision."""
 
     layers: range
     gpu_bytes_per_rank: int
     host_bytes_per_node: int
     by_component: dict[str, int]
+    params_by_precision: dict[str, int]
 
 
 def items_from_inventory(inv: Inventory) -> list[WeightItem]:
-    acc: dict[tuple[str, int | None], int] = defaultdict(int)
+    acc: dict[tuple[str, int | None, str], list[int]] = defaultdict(lambda: [0, 0])
     for g in inv.groups:
         layer = g.layer if g.component not in ("vision", "mtp") else None
-        acc[(g.component, layer)] += g.nbytes
-    return [WeightItem(c, layer, b) for (c, layer), b in acc.items()]
+        totals = acc[(g.component, layer, precision(g.format))]
+        totals[0] += g.nbytes
+        totals[1] += g.params
+    return [WeightItem(c, layer, b, prec, n) for (c, layer, prec), (b, n) in acc.items()]
 
 
 def pp_partition(num_layers: int, pp: int, explicit: list[int] | None = None) -> list[int]:
@@ -85,13 +93,18 @@ def stage_weights(
 ) -> list[StageWeights]:
     """Weights per stage; ``tp`` may differ per stage only through the caller passing one stage."""
     gpu: list[defaultdict[str, int]] = [defaultdict(int) for _ in ranges]
+    params: list[defaultdict[str, int]] = [defaultdict(int) for _ in ranges]
     host = [0] * len(ranges)
     for item in items:
         if item.component == "mtp":
             continue
         stage = _stage(item, ranges)
+        params[stage][item.precision] += item.params
         if item.component == "ple" and embeddings_on_host:
             host[stage] += item.nbytes
             continue
         gpu[stage][item.component] += item.nbytes // _divisor(item.component, tp, dp, ep)
-    return [StageWeights(r, sum(g.values()), h, dict(g)) for r, g, h in zip(ranges, gpu, host, strict=True)]
+    return [
+        StageWeights(r, sum(g.values()), h, dict(g), dict(p))
+        for r, g, h, p in zip(ranges, gpu, host, params, strict=True)
+    ]
