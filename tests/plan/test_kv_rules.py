@@ -131,10 +131,22 @@ def test_ssm_state_dtype_on_cpu_follows_vllm(monkeypatch: pytest.MonkeyPatch, tm
     path.write_bytes(orjson.dumps(cfg))
     conv, temporal = (2 * 64 * 2 + 4 * 64) * 3, 4 * 64 * 64
     for avx, ssm_bytes in ((True, 4), (False, 2)):
-        monkeypatch.setattr(planner, "cpu_has_avx512_bf16", lambda avx=avx: avx)
+        monkeypatch.setattr(planner, "cpu_has_flag", lambda flag, avx=avx: avx)
         result = plan(PlanRequest(config=path, hardware="cpu", kv_cache_gib=1, max_model_len=2048))
         arch = arch_from_config(cfg)
         assert state_bytes(arch, _settings(ssm_dtype_bytes=ssm_bytes)) == conv * 2 + temporal * ssm_bytes
         per_token = 2 * 2 * 64 * 2
         block = 128 * -(-(conv * 2 + temporal * ssm_bytes) // (128 * per_token))
         assert result.block_size == block
+
+
+def test_cpu_mla_block_size_depends_on_amx(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_bytes(
+        orjson.dumps({**LLAMA, "model_type": "deepseek_v2", "kv_lora_rank": 128, "qk_rope_head_dim": 64})
+    )
+    for amx, block in ((True, 128), (False, 16)):
+        monkeypatch.setattr(planner, "cpu_has_flag", lambda flag, amx=amx: amx)
+        result = plan(PlanRequest(config=path, hardware="cpu", kv_cache_gib=1, max_model_len=2048))
+        assert result.block_size == block
+        assert result.kv.num_blocks == GIB // (4 * block * 192 * 2)

@@ -137,11 +137,11 @@ def cpu_host() -> Hardware:
     )
 
 
-def cpu_has_avx512_bf16() -> bool:
-    """Whether this host's CPU has AVX512-BF16 (vLLM-CPU then keeps GDN SSM state in float32)."""
+def cpu_has_flag(flag: str) -> bool:
+    """Whether this host's CPU advertises ``flag`` in /proc/cpuinfo (``avx512_bf16``, ``amx_tile``)."""
     try:
         with open("/proc/cpuinfo") as fh:
-            return any("avx512_bf16" in line for line in fh if line.startswith("flags"))
+            return any(flag in line.split() for line in fh if line.startswith("flags"))
     except OSError:
         return False
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from seatrial.errors import ConfigError
 from seatrial.plan.arch import DTYPE_BYTES, Arch
 from seatrial.plan.findings import plan_findings
-from seatrial.plan.hardware import GIB, Hardware, cpu_has_avx512_bf16, parse_stage, resolve
+from seatrial.plan.hardware import GIB, Hardware, cpu_has_flag, parse_stage, resolve
 from seatrial.plan.kv import KvCapacity, KvSettings, capacity
 from seatrial.plan.models import PlanRequest, PlanResult, RankLedger
 from seatrial.plan.source import Source, load_source
@@ -36,7 +36,7 @@ def plan(req: PlanRequest, source: Source | None = None) -> PlanResult:
     kv_dtype = arch.dtype_bytes if req.kv_cache_dtype == "auto" else DTYPE_BYTES.get(req.kv_cache_dtype)
     if kv_dtype is None:
         raise ConfigError(f"--kv-cache-dtype: unsupported {req.kv_cache_dtype!r}")
-    block = req.block_size or ((16 if "mla" in arch.layer_kinds else 128) if cpu else 16)
+    block = req.block_size or (_cpu_block_size(arch) if cpu else 16)
     settings = KvSettings(
         tp=req.tp,
         block_size=block,
@@ -104,11 +104,16 @@ def _stage_hardware(req: PlanRequest) -> list[Hardware]:
     return [hw] * req.pp
 
 
+def _cpu_block_size(arch: Arch) -> int:
+    """vLLM-CPU's block size: 128, except 16 for MLA on its reference kernel (hosts without AMX)."""
+    return 16 if "mla" in arch.layer_kinds and not cpu_has_flag("amx_tile") else 128
+
+
 def _ssm_dtype_bytes(name: str, arch: Arch, cpu: bool) -> int:
     """vLLM's mamba_ssm_cache_dtype: ``auto`` is the model dtype, except that vLLM-CPU on a host with
     AVX512-BF16 resets it to float32 for its accelerated GDN backend."""
     if name == "auto":
-        return 4 if cpu and cpu_has_avx512_bf16() else arch.dtype_bytes
+        return 4 if cpu and cpu_has_flag("avx512_bf16") else arch.dtype_bytes
     if name not in ("float32", "bfloat16", "float16"):
         raise ConfigError(f"--mamba-ssm-cache-dtype: unsupported {name!r}")
     return 4 if name == "float32" else 2
