@@ -89,12 +89,24 @@ def vllm_capacity(
                 return int(match.group(1).replace(",", "")), float(match.group(3))
         return f"timeout after {timeout_s:.0f} s"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        _stop(proc)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Stop the engine's whole process group: SIGTERM, then SIGKILL for anything left in it."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            proc.wait(timeout=30)
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            continue
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the leader is gone; its engine core and workers may not be
+    except ProcessLookupError:
+        pass
 
 
 def _pump(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
