@@ -14,6 +14,7 @@ bounded by ``--timeout`` seconds. Target: within 1% of vLLM on every architectur
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import queue
 import re
@@ -103,10 +104,8 @@ def _stop(proc: subprocess.Popen[str]) -> None:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             continue
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # the leader is gone; its engine core and workers may not be
-    except ProcessLookupError:
-        pass
 
 
 def _pump(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
