@@ -32,15 +32,17 @@ def version() -> None:
 # Keep this list sorted; add a line, never edit another's.
 from seatrial.cli import (  # noqa: E402
     accept,
+    audit,
     bench,
     convert,
     demo,
     guard,
     hw,
+    plan,
     report,
 )
 
-for _module in (accept, bench, convert, demo, guard, hw, report):
+for _module in (accept, audit, bench, convert, demo, guard, hw, plan, report):
     _module.register(app)
 
 

@@ -1,0 +1,86 @@
+"""The files of a checkpoint directory: its index, its shards and its JSON configs.
+
+``model.safetensors.index.json`` holds ``weight_map`` (tensor name -> shard file) and
+``metadata.total_size`` (the sum of tensor bytes the exporter recorded).
+Without an index, every ``*.safetensors`` file in the directory is a shard.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import orjson
+
+from seatrial.checkpoint.paths import resolve_inside
+from seatrial.errors import CheckpointError
+
+INDEX_NAME = "model.safetensors.index.json"
+
+
+class CheckpointFiles(NamedTuple):
+    """``shards`` are (name as written, real path); ``weight_map`` is empty without an index."""
+
+    root: Path
+    shards: list[tuple[str, Path]]
+    weight_map: dict[str, str]
+    index_total_size: int | None
+    config: dict[str, Any]
+    hf_quant_config: dict[str, Any]
+
+
+def read_json_file(path: Path) -> Any:
+    """Parse a JSON file, turning every failure into CheckpointError naming it."""
+    try:
+        return orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise CheckpointError(path, f"cannot read: {exc.strerror or exc}") from None
+    except orjson.JSONDecodeError as exc:
+        raise CheckpointError(path, f"is not valid JSON ({exc.msg} at byte {exc.pos})") from None
+
+
+def _optional_object(root: Path, name: str) -> dict[str, Any]:
+    if not (root / name).exists():
+        return {}
+    path = resolve_inside(root, name)
+    doc = read_json_file(path)
+    if not isinstance(doc, dict):
+        raise CheckpointError(path, "must hold a JSON object")
+    return doc
+
+
+def _read_index(root: Path) -> tuple[dict[str, str], int | None]:
+    path = resolve_inside(root, INDEX_NAME)
+    doc = read_json_file(path)
+    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(weight_map, dict) or not set(map(type, weight_map.values())) <= {str}:
+        raise CheckpointError(path, "weight_map must map tensor names to file names")
+    total = (doc.get("metadata") or {}).get("total_size")
+    if total is not None and (type(total) is not int or total < 0):
+        raise CheckpointError(path, f"metadata.total_size must be a non-negative integer, got {total!r}")
+    return weight_map, total
+
+
+def list_files(root: Path) -> CheckpointFiles:
+    """Discover a checkpoint's shards and configs without opening any tensor data."""
+    if not root.is_dir():
+        raise CheckpointError(root, "is not a directory")
+    weight_map: dict[str, str] = {}
+    total: int | None = None
+    if (root / INDEX_NAME).exists():
+        weight_map, total = _read_index(root)
+        names = sorted(set(weight_map.values()))
+        referrer = root / INDEX_NAME
+    else:
+        names = sorted(p.name for p in root.glob("*.safetensors"))
+        referrer = None
+    if not names:
+        raise CheckpointError(root, "holds no *.safetensors files")
+    shards = [(name, resolve_inside(root, name, referrer=referrer)) for name in names]
+    for name, path in shards:
+        if not path.is_file():
+            raise CheckpointError(root / name, "is named by the index but does not exist")
+    config = _optional_object(root, "config.json")
+    return CheckpointFiles(
+        root, shards, weight_map, total, config, _optional_object(root, "hf_quant_config.json")
+    )

@@ -1,0 +1,71 @@
+"""The audit's result models (JSON field names are a contract)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Severity = Literal["info", "warning", "error"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Finding(_Model):
+    """One observation: ``code`` is stable for machines, ``message`` is for people."""
+
+    code: str
+    severity: Severity
+    message: str
+
+
+class ShardSummary(_Model):
+    """A shard: ``bytes`` is the sum of its tensors' data bytes."""
+
+    file: str
+    bytes: int
+    tensors: int
+
+
+class Component(_Model):
+    """A model component: bytes by safetensors dtype (``dtypes``) and by storage format (``formats``)."""
+
+    name: str
+    bytes: int
+    params: int
+    dtypes: dict[str, int]
+    formats: dict[str, int]
+    tensors: int
+
+
+class DeclaredQuant(_Model):
+    """Where the label comes from (``config.json``, ``hf_quant_config.json``, ``name``, ``none``)."""
+
+    source: str
+    method: str
+    label: str
+    formats: list[str]
+    ignore: list[str]
+
+
+class AuditReport(_Model):
+    """``total_bytes``: tensor data bytes from offsets; ``total_params``: logical parameters;
+    ``stored_elements``: elements as stored (packed bytes count once)."""
+
+    checkpoint: str
+    total_bytes: int
+    total_params: int
+    stored_elements: int
+    by_dtype: dict[str, int]
+    by_format: dict[str, int]
+    files: list[ShardSummary]
+    largest_shard: ShardSummary
+    components: list[Component]
+    declared: DeclaredQuant
+    index_total_size: int | None
+    findings: list[Finding]
+
+    def component(self, name: str) -> Component | None:
+        return next((c for c in self.components if c.name == name), None)
