@@ -8,7 +8,6 @@ unless ``--force`` is given.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -77,7 +76,30 @@ def check_before_launch(
     return record
 
 
-def default_predictor() -> Predictor | None:
-    """The plan's predictor, ``seatrial.plan.predict_launch``, once the plan capability provides it."""
-    predictor: Predictor | None = getattr(importlib.import_module("seatrial.plan"), "predict_launch", None)
-    return predictor
+def plan_predictor(spec: LaunchSpec, protection_line_bytes: int) -> PlanCheck:
+    """``seatrial plan`` on the launch's own settings and the local hardware, the protection line
+    taken as the host share the load must leave free (seed 000: 12 GiB MemAvailable)."""
+    from seatrial.plan import check_launch
+
+    assert spec.model_dir is not None
+    kv_gib = spec.kv_cache_memory_bytes / GIB if spec.kv_cache_memory_bytes else None
+    result = check_launch(
+        spec.model_dir,
+        hardware="local",
+        gpu_memory_utilization=spec.gpu_memory_utilization,
+        max_model_len=spec.max_model_len,
+        tensor_parallel_size=spec.tensor_parallel_size,
+        pipeline_parallel_size=spec.pipeline_parallel_size,
+        host_reserve_gib=protection_line_bytes / GIB,
+        kv_cache_gib=kv_gib,
+        max_num_seqs=spec.max_num_seqs,
+        max_num_batched_tokens=spec.max_num_batched_tokens,
+        kv_cache_dtype=spec.kv_cache_dtype,
+    )
+    changes = [f.message for f in result.findings if f.severity in ("error", "warning")]
+    return PlanCheck(fits=result.fits, ledger=result.render_ledger(), changes=changes)
+
+
+def default_predictor() -> Predictor:
+    """The predictor the CLI uses: the memory plan of :mod:`seatrial.plan`."""
+    return plan_predictor
