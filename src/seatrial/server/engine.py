@@ -130,7 +130,7 @@ class LocalEngine:
         except OSError:
             return "(no log)"
 
-    def stop(self, grace_s: float = 20.0) -> None:
+    def stop(self, grace_s: float = 60.0) -> None:
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
