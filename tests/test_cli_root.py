@@ -25,3 +25,33 @@ def test_parse_int_list_rejects_garbage() -> None:
 def test_verdict_ok_words() -> None:
     assert Verdict.PASS.ok and Verdict.UNAVAILABLE.ok
     assert not Verdict.FAIL.ok and not Verdict.INCONCLUSIVE.ok
+
+
+def test_exit_codes_reach_the_shell(tmp_path) -> None:
+    """typer.Exit(1) from a command (an invalid bench level here) must be the process's exit status."""
+    import subprocess
+    import sys
+
+    from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+
+    with ThreadedServer(SyntheticConfig(fault="http500", fault_every=1, itl_s=0.001)) as srv:
+        cmd = [
+            sys.executable,
+            "-m",
+            "seatrial.cli.app",
+            "bench",
+            "--url",
+            srv.url,
+            "--workload",
+            "random",
+            "--input-len",
+            "4",
+            "--output-len",
+            "2",
+            "--requests",
+            "2",
+            "--warmup",
+            "0",
+        ]
+        assert subprocess.run(cmd, capture_output=True).returncode == 1
+        assert subprocess.run([*cmd, "--allow-invalid"], capture_output=True).returncode == 0

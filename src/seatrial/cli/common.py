@@ -20,7 +20,8 @@ out = Console(width=None if sys.stdout.isatty() else 160)
 def run_cli(app: typer.Typer) -> None:
     """Run the typer app; map seatrial errors to a one-line message and their exit code."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click *returns* the code of a typer.Exit instead of exiting.
+        rc = app(standalone_mode=False)
     except SeatrialError as exc:
         console.print(f"[bold red]error:[/] {exc}", highlight=False)
         sys.exit(exc.exit_code)
@@ -38,6 +39,7 @@ def run_cli(app: typer.Typer) -> None:
             exc.show()
             sys.exit(int(exc.exit_code))
         raise
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 def emit_json(path: Path | None, payload: Any) -> None:
