@@ -121,3 +121,28 @@ def test_index_and_data_checks(tmp_path: Path) -> None:
 )
 def test_roles(name: str, component: str) -> None:
     assert classify(name, num_layers=8) == component
+
+
+def test_a_small_checkpoint_gets_no_oversized_shard_warning(tmp_path) -> None:
+    """Three files where one is 100x the others, but all tiny: no load-peak threat, no warning."""
+    import json
+
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    from seatrial.checkpoint import audit
+
+    (tmp_path / "config.json").write_text(
+        json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama"})
+    )
+    save_file(
+        {"model.embed_tokens.weight": np.zeros((1000, 100), np.float16)},
+        str(tmp_path / "model-00001-of-00003.safetensors"),
+    )
+    save_file(
+        {"model.norm.weight": np.zeros(10, np.float16)}, str(tmp_path / "model-00002-of-00003.safetensors")
+    )
+    save_file(
+        {"lm_head.weight": np.zeros((10, 10), np.float16)}, str(tmp_path / "model-00003-of-00003.safetensors")
+    )
+    assert "oversized_shard" not in {f.code for f in audit(tmp_path).findings}

@@ -180,14 +180,18 @@ def _index(inv: Inventory, r: AuditReport) -> Iterator[Finding]:
         )
 
 
+OVERSIZED_MIN_BYTES = 1 << 30  # a whole-file load peak under 1 GiB threatens no host
+
+
 def _shards(inv: Inventory, r: AuditReport) -> Iterator[Finding]:
-    """A shard is far larger than the rest when it is over 4x the median of the others and holds
-    over a fifth of the checkpoint: the loader opens a file whole, so it sets the load peak."""
+    """A shard is far larger than the rest when it is over 4x the median of the others, holds over
+    a fifth of the checkpoint and at least 1 GiB: the loader opens a file whole, so it sets the load peak."""
     if len(r.files) < 3:
         return
     for shard in r.files:
         others = statistics.median(f.bytes for f in r.files if f is not shard)
-        if shard.bytes > 4 * others and shard.bytes > 0.2 * r.total_bytes:
+        big = shard.bytes >= OVERSIZED_MIN_BYTES and shard.bytes > 0.2 * r.total_bytes
+        if big and shard.bytes > 4 * others:
             yield Finding(
                 code="oversized_shard",
                 severity="warning",
