@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from seatrial.errors import EngineError
-from seatrial.server.engine import EngineSpec, LocalEngine, engine_venv, make_tiny_model
+from seatrial.server.engine import LocalEngine, engine_venv, make_tiny_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # makes ``tests.*`` helpers importable
+
+from tests.engine_fixtures import start_engine
 
 
 def _engine_or_skip() -> None:
@@ -25,16 +29,6 @@ def _engine_or_skip() -> None:
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _engine_or_skip()
     return make_tiny_model(tmp_path_factory.mktemp("tiny-model"))
-
-
-def start_engine(tmp: Path, model: Path, **kw: object) -> LocalEngine:
-    spec = EngineSpec(model_dir=model, **kw)  # type: ignore[arg-type]
-    engine = LocalEngine(spec, tmp / "vllm.log")
-    try:
-        engine.wait_ready()
-    except EngineError as exc:
-        pytest.fail(str(exc))
-    return engine
 
 
 @pytest.fixture(scope="session")

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.engine_fixtures import start_engine
 from typer.testing import CliRunner
 
-from conftest import start_engine
 from report.chromium import drawn_pixels, screenshot
 from seatrial.cli.app import app
 from seatrial.report.runfolder import read_jsonl
