@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from guard_helpers import read_lines
 
-import seatrial.plan
 from seatrial.cli.app import main
-from seatrial.guard import LaunchSpec, PlanCheck
+from seatrial.guard import LaunchSpec, PlanCheck, preflight
 
 
 def _run(
@@ -84,7 +83,7 @@ def test_plan_refusal_prints_the_ledger_and_records_it(monkeypatch, capsys, tmp_
             changes=["convert PLE to FP8", "--gpu-memory-utilization 0.70"],
         )
 
-    monkeypatch.setattr(seatrial.plan, "predict_launch", predict_launch, raising=False)
+    monkeypatch.setattr(preflight, "plan_predictor", predict_launch)
     history = tmp_path / "h.jsonl"
     server = [
         sys.executable,
@@ -110,7 +109,7 @@ def test_force_launches_despite_the_plan_and_records_it(monkeypatch, capsys, tmp
     def predict_launch(spec: LaunchSpec, protection_line_bytes: int) -> PlanCheck:
         return PlanCheck(fits=False, ledger="peak 130 GiB > 121 GiB", changes=["--max-model-len 8192"])
 
-    monkeypatch.setattr(seatrial.plan, "predict_launch", predict_launch, raising=False)
+    monkeypatch.setattr(preflight, "plan_predictor", predict_launch)
     history = tmp_path / "h.jsonl"
     # This interpreter has no vLLM, so the forced launch exits 1 at once; budget 0 ends the run there.
     server = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tmp_path)]

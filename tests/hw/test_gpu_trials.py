@@ -32,7 +32,9 @@ def test_precision_keeps_traces_and_judges_each_gpu() -> None:
 
 def test_burn_samples_telemetry_during_the_load() -> None:
     env = HwEnv(nvml=Nvml(lib=FakeNvmlLib(count=2), device_count=2), nvml_reason=None)  # type: ignore[arg-type]
-    results = _burn(CFG, env, {0: CPU, 1: CPU})
+    # two "GPUs" that are both the shared, busy CPU: their relative speed is noise, not a finding
+    cfg = CFG.model_copy(update={"burn_min_share": 0.01})
+    results = _burn(cfg, env, {0: CPU, 1: CPU})
     for r in results:
         assert r.verdict is Verdict.PASS, r.reason
         assert r.evidence["telemetry"]["clock_events_seen"]["sw_power_cap"] == len(r.evidence["samples"]) >= 2

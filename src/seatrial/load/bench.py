@@ -22,6 +22,8 @@ from seatrial.load.workloads import build_specs
 from seatrial.report.runfolder import RunFolder
 from seatrial.server.scrape import Sample, Scraper, summarize
 
+KEEPALIVE_S = 3.0
+
 
 class Progress(Protocol):
     def level_start(self, label: str, total: int) -> None: ...
@@ -67,7 +69,9 @@ async def discover_model(http: aiohttp.ClientSession, url: str, headers: dict[st
 
 def new_http(timeout_s: float, stall_timeout_s: float) -> aiohttp.ClientSession:
     timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=stall_timeout_s, sock_connect=10)
-    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=60)
+    # Idle connections are dropped before the server drops them (uvicorn: 5 s), so a request never
+    # goes out on a socket the server is closing ("Server disconnected" that is no fault of the server).
+    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=KEEPALIVE_S)
     return aiohttp.ClientSession(timeout=timeout, connector=connector, raise_for_status=False)
 
 

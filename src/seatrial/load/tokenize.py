@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Protocol
 
@@ -49,6 +50,14 @@ class ServerTokenizer:
         self._session, self._url, self._model, self._headers = session, url, model, headers
 
     async def _post(self, path: str, payload: dict[str, object]) -> dict[str, object]:
+        try:
+            return await self._post_once(path, payload)
+        except aiohttp.ServerDisconnectedError:  # a kept-alive socket closed under us: idempotent, retry once
+            return await self._post_once(path, payload)
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise ServerError(f"{path}: {type(exc).__name__}: {exc}") from exc
+
+    async def _post_once(self, path: str, payload: dict[str, object]) -> dict[str, object]:
         async with self._session.post(f"{self._url}{path}", json=payload, headers=self._headers) as resp:
             if resp.status != 200:
                 body = (await resp.text())[:200]

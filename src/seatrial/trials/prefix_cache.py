@@ -8,7 +8,10 @@ and the counters' deltas over it give the hit rate.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+
+import aiohttp
 
 from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import RequestSpec
@@ -50,7 +53,7 @@ async def reset_cache(env: TrialEnv) -> str:
     try:
         async with env.session.http.post(f"{env.target.url}/reset_prefix_cache") as resp:
             return "reset" if resp.status == 200 else f"not reset (HTTP {resp.status})"
-    except OSError as exc:
+    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
         return f"not reset ({exc})"
 
 
