@@ -8,7 +8,6 @@ spaces to a multiple of 8 here), then the data section; ``data_offsets`` are rel
 
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
+import xxhash
 
 from seatrial.errors import CheckpointError
 
@@ -157,8 +157,13 @@ def raw_dtype(dtype: str) -> np.dtype:
 _WRITER_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seatrial-write")
 
 
+#: Content digest of every output file, recorded in the manifest to tell a finished output on resume.
+#: XXH3-128 is not cryptographic; it guards against truncated or altered outputs, not against an attacker.
+DIGEST_ALGORITHM = "xxh3_128"
+
+
 class HashingWriter:
-    """Sequential writer that hashes (SHA-256) and counts every byte it writes.
+    """Sequential writer that digests (``DIGEST_ALGORITHM``) and counts every byte it writes.
 
     ``write_async`` hands one buffer to a background thread (file write and hash release the GIL)
     and returns; the caller must not touch that buffer until the next ``write_async`` or ``drain``.
@@ -166,7 +171,7 @@ class HashingWriter:
 
     def __init__(self, fh: BinaryIO) -> None:
         self._fh = fh
-        self.sha256 = hashlib.sha256()
+        self.digest = xxhash.xxh3_128()
         self.written_bytes = 0
         self._pending: Future[None] | None = None
 
@@ -183,13 +188,13 @@ class HashingWriter:
     def write(self, data: bytes | memoryview | np.ndarray) -> None:
         view = data.data.cast("B") if isinstance(data, np.ndarray) else memoryview(data)
         self._fh.write(view)
-        self.sha256.update(view)
+        self.digest.update(view)
         self.written_bytes += view.nbytes
 
 
-def file_sha256(path: Path, chunk_bytes: int = 8 * 1024 * 1024) -> str:
-    """Hex SHA-256 of a whole file, read in chunks."""
-    digest = hashlib.sha256()
+def file_digest(path: Path, chunk_bytes: int = 8 * 1024 * 1024) -> str:
+    """Hex ``DIGEST_ALGORITHM`` digest of a whole file, read in chunks."""
+    digest = xxhash.xxh3_128()
     with path.open("rb") as fh:
         while block := fh.read(chunk_bytes):
             digest.update(block)
