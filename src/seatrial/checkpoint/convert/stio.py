@@ -9,6 +9,8 @@ spaces to a multiple of 8 here), then the data section; ``data_offsets`` are rel
 from __future__ import annotations
 
 import json
+import mmap
+import os
 import struct
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -106,6 +108,26 @@ def read_rows(
     if got != count_bytes:
         raise CheckpointError(getattr(fh, "name", "?"), f"short read in tensor {entry.name!r}")
     return buf.reshape(row_stop - row_start, -1)
+
+
+def map_rows(fh: BinaryIO, entry: TensorEntry, row_start: int, row_stop: int) -> np.ndarray:
+    """Rows ``[row_start, row_stop)`` of ``entry`` as a read-only view of the page cache, shape (rows, inner).
+
+    Same values as :func:`read_rows` without the copy into a user buffer (half the CPU of a read pass).
+    Only this block is mapped, and only while the returned array lives, so resident memory stays one
+    block. A source file truncated while mapped would fault (SIGBUS): the size is checked here first.
+    """
+    itemsize = ITEMSIZE_BYTES[entry.dtype]
+    begin = entry.begin + row_start * entry.row_bytes
+    count_bytes = (row_stop - row_start) * entry.row_bytes
+    if begin + count_bytes > os.fstat(fh.fileno()).st_size:
+        raise CheckpointError(getattr(fh, "name", "?"), f"short read in tensor {entry.name!r}")
+    if count_bytes == 0:
+        return np.empty((row_stop - row_start, 0), dtype=_RAW_VIEW[itemsize])
+    base = begin - begin % mmap.ALLOCATIONGRANULARITY
+    view = mmap.mmap(fh.fileno(), begin + count_bytes - base, access=mmap.ACCESS_READ, offset=base)
+    raw = np.frombuffer(view, dtype=_RAW_VIEW[itemsize], count=count_bytes // itemsize, offset=begin - base)
+    return raw.reshape(row_stop - row_start, -1)
 
 
 def iter_row_blocks(entry: TensorEntry, chunk_bytes: int) -> list[tuple[int, int]]:
