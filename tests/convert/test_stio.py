@@ -47,3 +47,25 @@ def test_map_rows_refuses_a_source_truncated_after_its_header_was_read(tmp_path:
         assert map_rows(fh, entry, 0, entry.rows - 1).shape == (entry.rows - 1, 13)
         with pytest.raises(CheckpointError, match="short read in tensor 'c'"):
             map_rows(fh, entry, 0, entry.rows)
+
+
+def test_writer_starts_writeback_of_each_large_block_at_its_offset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from seatrial.checkpoint.convert import stio
+
+    calls: list[tuple[int, int, int]] = []
+    monkeypatch.setattr(
+        os, "posix_fadvise", lambda fd, offset, length, advice: calls.append((offset, length, advice))
+    )
+    blocks = [b"h" * 24, np.full(stio.WRITEBACK_BYTES, 7, np.uint8), b"s" * 10, np.ones(3 << 20, np.uint8)]
+    with (tmp_path / "out").open("wb") as fh:
+        writer = stio.HashingWriter(fh)
+        for block in blocks:
+            writer.write_async(block) if isinstance(block, np.ndarray) else writer.write(block)
+            writer.drain()
+    big = stio.WRITEBACK_BYTES
+    assert calls == [(24, big, os.POSIX_FADV_DONTNEED), (24 + big + 10, 3 << 20, os.POSIX_FADV_DONTNEED)]
+    assert writer.written_bytes == (tmp_path / "out").stat().st_size == 24 + big + 10 + (3 << 20)
