@@ -65,7 +65,8 @@ def accumulate(stats: ShardFidelity, source: np.ndarray, dequant: np.ndarray) ->
     stats.rows_measured += rows_live
     stats.rows_skipped_zero += int(live.size) - rows_live
     stats.elements_measured += int(src.size)
-    stats.flushed_elements += int(np.count_nonzero(src[deq == 0]))
+    # A zero source element always dequantizes to zero, so the flushed ones are the surplus of zeros.
+    stats.flushed_elements += int(np.count_nonzero(deq == 0)) - int(np.count_nonzero(src == 0))
     stats.signal_sq_sum += float(src_sq.sum())
     stats.noise_sq_sum += float(np.einsum("ij,ij->i", err, err).sum(dtype=np.float64))
     stats.cosine_sum += float(cosine.sum())
