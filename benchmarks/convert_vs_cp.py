@@ -117,6 +117,7 @@ def main() -> None:
             shutil.rmtree(work / f"dst{i}")
         cp_sync = timed(["sh", "-c", f"cp -r {src} {work / 'cps'} && sync"])
         full = timed(convert_cmd(src, work / "dstf", work / "full.json", "--fidelity-row-stride", "1"))
+        startup = min(timed([sys.executable, "-c", "import seatrial.cli.app"], "startup") for _ in range(2))
         base = int(subprocess.run([sys.executable, "-c", BASELINE], env=ENV, capture_output=True, text=True,
                                   check=True).stdout)  # fmt: skip
         peak = max(r["peak_rss_bytes"] for r in reports)
@@ -136,6 +137,9 @@ def main() -> None:
         cp_cpu, conv_cpu = min(CPU_S["cp"]), min(CPU_S["convert"])
         print(f"  CPU seconds (user+sys): cp {cp_cpu:.2f} s, convert {conv_cpu:.2f} s"
               f" = {conv_cpu / (mb / 1e3):.2f} CPU-s per GB; ratio {cp_cpu / conv_cpu:.2f}x")  # fmt: skip
+        start_cpu = min(CPU_S["startup"])
+        print(f"  of which CLI start-up (import seatrial.cli.app, every command): {start_cpu:.2f} CPU-s,"
+              f" {startup:.2f} s wall; convert CPU without it {conv_cpu - start_cpu:.2f} s")  # fmt: skip
         print(f"  in-process work only      = {min(cp_s) / inproc:.2f}x")
         print(f"  vs cp -r + sync           = {cp_sync / min(conv_s):.2f}x")
         print(

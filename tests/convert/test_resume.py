@@ -124,3 +124,31 @@ def test_full_disk_while_writing_metadata_is_a_clear_error(
     result = convert(replica, tmp_path / "dst", resume=True)
     assert result.files["skipped"] == 12
     assert (tmp_path / "dst" / "model.safetensors.index.json").is_file()
+
+
+def test_manifest_records_xxh3_128_digest_of_each_written_output(replica: Path, tmp_path: Path) -> None:
+    import xxhash
+
+    dst = tmp_path / "dst"
+    convert(replica, dst)
+    manifest = load_manifest(dst)
+    assert manifest.format == "seatrial-convert/2" and manifest.digest_algorithm == "xxh3_128"
+    written = [o for o in manifest.outputs if o.kind != "link"]
+    assert len(written) == 8 + 2  # 8 table shards, the scale file, the rewritten lm_head file
+    for record in written:
+        assert record.digest == xxhash.xxh3_128((dst / record.file).read_bytes()).hexdigest(), record.file
+
+
+def test_resume_refuses_a_format_1_sha256_manifest_clearly(replica: Path, tmp_path: Path) -> None:
+    import json
+
+    dst = tmp_path / "dst"
+    convert(replica, dst)
+    raw = json.loads((dst / MANIFEST_NAME).read_text())
+    raw["format"] = "seatrial-convert/1"
+    del raw["digest_algorithm"]
+    for record in raw["outputs"]:
+        record["sha256"] = record.pop("digest")
+    (dst / MANIFEST_NAME).write_text(json.dumps(raw))
+    with pytest.raises(CheckpointError, match=r"'seatrial-convert/1' is not 'seatrial-convert/2'.*new DST"):
+        convert(replica, dst, resume=True)

@@ -33,7 +33,7 @@ def write_atomic(
 ) -> tuple[str, int]:
     """Write a safetensors file: header for ``specs``, then ``produce`` streams the data in order.
 
-    Returns (SHA-256 hex, size in bytes) of the file that was renamed into place.
+    Returns (hex digest, ``DIGEST_ALGORITHM``; size in bytes) of the file that was renamed into place.
     """
     tmp = _temporary(final)
     expected = sum(s.nbytes for s in specs)
@@ -61,7 +61,7 @@ def write_atomic(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return writer.sha256.hexdigest(), writer.written_bytes
+    return writer.digest.hexdigest(), writer.written_bytes
 
 
 def link_or_copy(src: Path, final: Path) -> str:

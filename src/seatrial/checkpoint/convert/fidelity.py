@@ -61,10 +61,12 @@ def accumulate(stats: ShardFidelity, source: np.ndarray, dequant: np.ndarray) ->
     live = src_sq > 0
     denom = np.sqrt(src_sq[live] * deq_sq[live])
     cosine = np.divide(dot[live], denom, out=np.zeros_like(denom), where=denom > 0)
-    stats.rows_measured += int(live.sum())
-    stats.rows_skipped_zero += int((~live).sum())
+    rows_live = int(np.count_nonzero(live))  # count_nonzero: bool .sum() is ~10x slower here
+    stats.rows_measured += rows_live
+    stats.rows_skipped_zero += int(live.size) - rows_live
     stats.elements_measured += int(src.size)
-    stats.flushed_elements += int(((src != 0) & (deq == 0)).sum())
+    # A zero source element always dequantizes to zero, so the flushed ones are the surplus of zeros.
+    stats.flushed_elements += int(np.count_nonzero(deq == 0)) - int(np.count_nonzero(src == 0))
     stats.signal_sq_sum += float(src_sq.sum())
     stats.noise_sq_sum += float(np.einsum("ij,ij->i", err, err).sum(dtype=np.float64))
     stats.cosine_sum += float(cosine.sum())

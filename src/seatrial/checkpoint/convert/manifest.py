@@ -1,7 +1,7 @@
 """The conversion manifest: written to DST before any tensor is converted, updated after each output.
 
 It holds what an interrupted run must not recompute (each table's global max and scale, the source
-bytes), the planned outputs with their status and SHA-256, and where to resume after a failure.
+bytes), the planned outputs with their status and content digest (``digest_algorithm``), and where to resume after a failure.
 Its content is deterministic (no clocks), so a resumed run ends with the same bytes as a clean one.
 """
 
@@ -14,12 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from seatrial.checkpoint.convert.atomic import write_public_json
 from seatrial.checkpoint.convert.fidelity import ShardFidelity
+from seatrial.checkpoint.convert.stio import DIGEST_ALGORITHM
 from seatrial.errors import CheckpointError
 from seatrial.jsonio import read_json
 
 MANIFEST_NAME = "seatrial-convert-manifest.json"
 CHANGELOG_NAME = "seatrial-convert-changelog.json"
-FORMAT = "seatrial-convert/1"
+#: /2: output digests are XXH3-128 (``digest``); /1 recorded SHA-256 (``sha256``) and is refused on resume.
+FORMAT = "seatrial-convert/2"
 
 
 class _Model(BaseModel):
@@ -42,7 +44,7 @@ class OutputRecord(_Model):
     table: str | None = None
     tensors: list[TensorRecord] = Field(default_factory=list)
     status: Literal["pending", "done"] = "pending"
-    sha256: str | None = None
+    digest: str | None = None
     size_bytes: int | None = None
     method: Literal["hardlink", "copy"] | None = None
     fidelity: list[ShardFidelity] = Field(default_factory=list)
@@ -82,6 +84,7 @@ class SourceFileRecord(_Model):
 
 class Manifest(_Model):
     format: str = FORMAT
+    digest_algorithm: str = DIGEST_ALGORITHM
     src: str
     options: dict[str, object]
     source_files: dict[str, SourceFileRecord]
@@ -112,9 +115,22 @@ def load_manifest(dst: Path) -> Manifest:
     if not path.is_file():
         raise CheckpointError(dst, f"--resume: no {MANIFEST_NAME} here; not a seatrial convert destination")
     try:
-        manifest = Manifest.model_validate(read_json(path))
+        raw = read_json(path)
     except ValueError as exc:
         raise CheckpointError(path, f"unreadable manifest: {exc}") from None
-    if manifest.format != FORMAT:
-        raise CheckpointError(path, f"manifest format {manifest.format!r}, expected {FORMAT!r}")
+    found = raw.get("format") if isinstance(raw, dict) else None
+    if found != FORMAT:
+        raise CheckpointError(
+            path,
+            f"manifest format {found!r} is not {FORMAT!r} (this seatrial's, {DIGEST_ALGORITHM} digests);"
+            " it cannot be resumed here: convert again into a new DST",
+        )
+    try:
+        manifest = Manifest.model_validate(raw)
+    except ValueError as exc:
+        raise CheckpointError(path, f"unreadable manifest: {exc}") from None
+    if manifest.digest_algorithm != DIGEST_ALGORITHM:
+        raise CheckpointError(
+            path, f"digest algorithm {manifest.digest_algorithm!r}, this seatrial checks {DIGEST_ALGORITHM!r}"
+        )
     return manifest

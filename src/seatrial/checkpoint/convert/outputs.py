@@ -14,7 +14,7 @@ from seatrial.checkpoint.convert.manifest import Manifest, OutputRecord, TableRe
 from seatrial.checkpoint.convert.options import ConvertOptions
 from seatrial.checkpoint.convert.plan import find_lm_head, to_specs
 from seatrial.checkpoint.convert.source import SourceCheckpoint
-from seatrial.checkpoint.convert.stio import HashingWriter, file_sha256, read_header
+from seatrial.checkpoint.convert.stio import HashingWriter, file_digest, read_header
 from seatrial.checkpoint.convert.tasks import TableWriter, rewrite_file
 from seatrial.errors import CheckpointError
 
@@ -63,7 +63,7 @@ class OutputRunner:
             self.advance(record.size_bytes)
         else:
             final.parent.mkdir(parents=True, exist_ok=True)
-            record.sha256, record.size_bytes = write_atomic(
+            record.digest, record.size_bytes = write_atomic(
                 final, to_specs(record.tensors), self._producer(record)
             )
             self.counts[record.kind] += 1
@@ -71,7 +71,7 @@ class OutputRunner:
         save_manifest(self.opts.dst, self.manifest)
 
     def _intact(self, record: OutputRecord, final: Path) -> bool:
-        """A finished output is kept when dtype, shape, size and SHA-256 still match (links: same file)."""
+        """A finished output is kept when dtype, shape, size and digest still match (links: same file)."""
         if not final.is_file():
             return False
         if record.kind == "link":
@@ -85,7 +85,7 @@ class OutputRunner:
         found = [(e.name, e.dtype, e.shape) for e in entries.values()]
         if planned != found or final.stat().st_size != record.size_bytes:
             return False
-        return file_sha256(final) == record.sha256
+        return file_digest(final) == record.digest
 
     def _producer(self, record: OutputRecord) -> Callable[[HashingWriter], None]:
         if record.kind == "table":

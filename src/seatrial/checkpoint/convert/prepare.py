@@ -6,8 +6,6 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
 from seatrial.checkpoint.convert.manifest import (
     LmHeadRecord,
     Manifest,
@@ -26,7 +24,7 @@ from seatrial.checkpoint.convert.plan import (
 )
 from seatrial.checkpoint.convert.scale import fp8_scale, max_abs
 from seatrial.checkpoint.convert.source import SourceCheckpoint, SourceTensor, Table, find_tables
-from seatrial.checkpoint.convert.stio import ITEMSIZE_BYTES, iter_row_blocks, raw_dtype, read_rows
+from seatrial.checkpoint.convert.stio import ITEMSIZE_BYTES, iter_row_blocks, map_rows
 from seatrial.errors import CheckpointError, ConfigError
 from seatrial.jsonio import read_json
 
@@ -37,13 +35,9 @@ def scan_max_abs(root: Path, shard: SourceTensor, chunk_bytes: int, advance: Adv
     """Largest magnitude of one shard tensor, streamed; a non-finite value is a clear error."""
     entry = shard.entry
     top = 0.0
-    blocks = iter_row_blocks(entry, chunk_bytes)
-    buffer = np.empty(
-        (blocks[0][1] - blocks[0][0]) * entry.row_bytes // ITEMSIZE_BYTES[entry.dtype], raw_dtype(entry.dtype)
-    )
     with (root / shard.file).open("rb") as fh:
-        for start, stop in blocks:
-            value = max_abs(read_rows(fh, entry, start, stop, buffer), entry.dtype)
+        for start, stop in iter_row_blocks(entry, chunk_bytes):
+            value = max_abs(map_rows(fh, entry, start, stop), entry.dtype)
             if math.isnan(value):
                 raise CheckpointError(
                     root / shard.file, f"{entry.name}: non-finite value in rows {start}-{stop}"

@@ -24,7 +24,7 @@ from seatrial.checkpoint.convert.stio import (
     HashingWriter,
     TensorEntry,
     iter_row_blocks,
-    raw_dtype,
+    map_rows,
     read_rows,
 )
 from seatrial.errors import CheckpointError
@@ -41,18 +41,15 @@ class TableWriter:
         self.chunk_bytes = chunk_bytes
         self.lut = fp8_lut(record.source_dtype, record.scale) if record.source_dtype != "F32" else None
         self.deq = dequant_lut(record.scale)
-        self._raw = np.empty(0, dtype=raw_dtype(record.source_dtype))
         self._codes = [np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint8)]
         self._turn = 0
 
-    def _buffers(self, elements: int) -> tuple[np.ndarray, np.ndarray]:
-        """The reused source buffer and the next of two code buffers (one may be in flight to disk)."""
-        if self._raw.size < elements:
-            self._raw = np.empty(elements, dtype=self._raw.dtype)
+    def _codes_buffer(self, elements: int) -> np.ndarray:
+        """The next of two reused code buffers (the other may be in flight to disk)."""
         self._turn ^= 1
         if self._codes[self._turn].size < elements:
             self._codes[self._turn] = np.empty(elements, dtype=np.uint8)
-        return self._raw, self._codes[self._turn]
+        return self._codes[self._turn]
 
     def write_shard(
         self, root: Path, shard: SourceTensor, stats: ShardFidelity, out: HashingWriter, advance: Advance
@@ -62,8 +59,8 @@ class TableWriter:
         elements = (blocks[0][1] - blocks[0][0]) * entry.row_bytes // ITEMSIZE_BYTES[entry.dtype]
         with (root / shard.file).open("rb") as fh:
             for start, stop in blocks:
-                raw_buf, codes_buf = self._buffers(elements)
-                raw = read_rows(fh, entry, start, stop, raw_buf)
+                raw = map_rows(fh, entry, start, stop)
+                codes_buf = self._codes_buffer(elements)
                 codes = quantize_raw(raw, entry.dtype, self.record.scale, self.lut, codes_buf).reshape(
                     raw.shape
                 )
