@@ -61,7 +61,7 @@ def test_bench_c1_c4_complete_run_folder(vllm_server: LocalEngine, tmp_path: Pat
         srv = lv["server"]
         # the server's own counters saw exactly the measured tokens
         assert srv["generation_tokens"] == 16 * 32 and srv["prompt_tokens"] == 16 * 128
-        # gauges are sampled (0.25 s), so only their range is certain; counters above are exact
+        # gauges are sampled (1 s), so only their range is certain; counters above are exact
         assert (
             0 <= srv["running_max"] <= lv["concurrency"] and srv["waiting_max"] == 0 and srv["samples"] >= 3
         )

@@ -51,3 +51,22 @@ def test_itl_divides_a_chunk_gap_by_the_tokens_it_carried() -> None:
     assert rec.ttft_ms == 10.0 and rec.itl_ms == [4.0, 2.0, 2.0, 2.0]
     assert rec.output_tokens == 5 and rec.last_token_ms == 20.0 and rec.e2e_ms == 22.0
     assert rec.tpot_ms == pytest.approx(2.5)
+
+
+def test_without_usage_every_completion_chunk_is_a_token_but_a_chat_role_chunk_is_not() -> None:
+    rec = RequestRecord("r", "measure", 1)
+    t = _Timing(rec, t0=0)
+    t.on_chunk(
+        parse_data_line(b'data: {"choices":[{"text":""}]}'), now=5_000_000
+    )  # partial UTF-8: still a token
+    t.on_chunk(parse_data_line(b'data: {"choices":[{"text":"ab"}]}'), now=7_000_000)
+    t.finish(end_ns=8_000_000)
+    assert (rec.ttft_ms, rec.output_tokens, rec.itl_ms) == (5.0, 2, [2.0])
+    chat = RequestRecord("c", "measure", 1)
+    t = _Timing(chat, t0=0)
+    t.on_chunk(
+        parse_data_line(b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}'), now=1_000_000
+    )
+    t.on_chunk(parse_data_line(b'data: {"choices":[{"delta":{"content":"hi"}}]}'), now=4_000_000)
+    t.finish(end_ns=5_000_000)
+    assert (chat.ttft_ms, chat.output_tokens) == (4.0, 1)

@@ -79,7 +79,9 @@ class _Timing:
             self.usage_tokens = chunk.completion_tokens
             # A usage-only chunk (no choices) repeats the total: it carries no new token.
             return chunk.completion_tokens - prev if chunk.has_choice else 0
-        return 1 if chunk.has_choice and chunk.text else 0
+        # No usage per chunk: a completions chunk carries one token even when its text is empty (a
+        # partial UTF-8 byte); a chat chunk counts when it carries content (the first one only a role).
+        return 1 if chunk.has_choice and (chunk.text or not chunk.is_chat) else 0
 
     def finish(self, end_ns: int) -> None:
         rec = self.rec

@@ -22,6 +22,7 @@ class Chunk:
     finish_reason: str | None
     has_choice: bool
     response_id: str | None = None
+    is_chat: bool = False
 
 
 def parse_data_line(line: bytes) -> Chunk | None:
@@ -69,6 +70,7 @@ def _chunk(data: dict[str, Any]) -> Chunk:
         finish_reason=finish,
         has_choice=bool(choices),
         response_id=data.get("id"),
+        is_chat=bool(choices) and isinstance(choices[0].get("delta"), dict),
     )
 
 
