@@ -1,7 +1,8 @@
 """seatrial bench beside vLLM's own benchmark client on the same real vLLM server and workload.
 
 Workload: random, 256 prompt tokens, 64 output tokens with ignore_eos, closed loop at C = 1, 4, 16.
-For each C the two clients alternate in ABBA order for --reps rounds; each figure is the
+For each C the clients (vLLM's; seatrial; seatrial with --no-continuous-usage, which asks the server
+for exactly what vLLM's client asks) take turns in rotating order for --reps rounds; each figure is the
 mean over rounds of that client's median. Prints the ratio seatrial / vLLM for median TTFT, median
 TPOT and output tok/s. Target: each ratio within 0.95-1.05, or a stated definition difference.
 
@@ -72,7 +73,7 @@ def run_vllm(url: str, tokenizer: Path, c: int, n: int, out: Path) -> dict[str, 
     return {"ttft": r["median_ttft_ms"], "tpot": r["median_tpot_ms"], "tok_s": r["output_throughput"]}
 
 
-def run_seatrial(url: str, c: int, n: int, out: Path) -> dict[str, float]:
+def run_seatrial(url: str, c: int, n: int, out: Path, extra: tuple[str, ...] = ()) -> dict[str, float]:
     cmd = [
         sys.executable,
         "-m",
@@ -97,39 +98,47 @@ def run_seatrial(url: str, c: int, n: int, out: Path) -> dict[str, float]:
         "--allow-invalid",
         "--seed",
         str(c),
+        *extra,
     ]
     subprocess.run(cmd, check=True, capture_output=True)
     lv = json.loads(out.read_text())["levels"][0]
     return {"ttft": lv["ttft_ms"]["p50"], "tpot": lv["tpot_ms"]["p50"], "tok_s": lv["output_tok_s"]}
 
 
+CLIENTS = ("vllm", "seatrial", "seatrial-nocu")  # nocu: --no-continuous-usage, as vLLM's client asks
+
+
+def run_client(name: str, url: str, tokenizer: Path, c: int, n: int, path: Path) -> dict[str, float]:
+    if name == "vllm":
+        return run_vllm(url, tokenizer, c, n, path)
+    return run_seatrial(url, c, n, path, ("--no-continuous-usage",) if name == "seatrial-nocu" else ())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--url")
     ap.add_argument("--tokenizer", type=Path)
-    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--levels", default="1,4,16")
     opts = ap.parse_args()
     with vllm_server(opts.url, max_num_seqs=64) as (url, model), tempfile.TemporaryDirectory() as tmp:
         tokenizer = opts.tokenizer or model
         assert tokenizer is not None, "--tokenizer is needed with --url"
-        print(f"{'C':>3} {'metric':<6} {'vllm':>10} {'seatrial':>10} {'ratio':>7}")
+        print(f"{'C':>3} {'metric':<6} {'vllm':>9} {'seatrial':>9} {'ratio':>6} {'s-nocu':>9} {'ratio':>6}")
         for c in [int(x) for x in opts.levels.split(",")]:
             n = max(32, 8 * c)
-            runs: dict[str, list[dict[str, float]]] = {"vllm": [], "seatrial": []}
-            for rep in range(opts.reps):  # ABBA order cancels slow drifts of the machine
-                order = ("vllm", "seatrial") if rep % 2 == 0 else ("seatrial", "vllm")
-                for name in order:
-                    path = Path(tmp) / f"{name}{c}-{rep}.json"
+            runs: dict[str, list[dict[str, float]]] = {name: [] for name in CLIENTS}
+            for rep in range(opts.reps):  # rotate the order each round: slow drifts of the machine cancel
+                for name in CLIENTS[rep % 3 :] + CLIENTS[: rep % 3]:
                     runs[name].append(
-                        run_vllm(url, tokenizer, c, n, path)
-                        if name == "vllm"
-                        else run_seatrial(url, c, n, path)
+                        run_client(name, url, tokenizer, c, n, Path(tmp) / f"{name}{c}-{rep}.json")
                     )
             for metric in ("ttft", "tpot", "tok_s"):
-                v = statistics.fmean(r[metric] for r in runs["vllm"])
-                s = statistics.fmean(r[metric] for r in runs["seatrial"])
-                print(f"{c:>3} {metric:<6} {v:>10.2f} {s:>10.2f} {s / v:>7.3f}", flush=True)
+                v, s, u = (statistics.fmean(r[metric] for r in runs[name]) for name in CLIENTS)
+                print(
+                    f"{c:>3} {metric:<6} {v:>9.2f} {s:>9.2f} {s / v:>6.3f} {u:>9.2f} {u / v:>6.3f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -63,6 +63,10 @@ def bench(
         str, typer.Option(help="Environment variable holding the API key")
     ] = "OPENAI_API_KEY",
     metrics_url: Annotated[str | None, typer.Option(help="Prometheus endpoint; default URL/metrics")] = None,
+    continuous_usage: Annotated[
+        bool,
+        typer.Option(help="Ask for usage in every chunk (exact tokens per chunk; costs the server a little)"),
+    ] = True,
     allow_invalid: Annotated[bool, typer.Option(help="Exit 0 even when a level is invalid")] = False,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary JSON here")] = None,
@@ -76,6 +80,7 @@ def bench(
             "tokenizer": tokenizer,
             "endpoint": endpoint,
             "api_key_env": api_key_env,
+            "continuous_usage": continuous_usage,
             "metrics_url": metrics_url,
         },
         workload={

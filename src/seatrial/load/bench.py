@@ -82,7 +82,7 @@ async def open_session(cfg: BenchConfig, http: aiohttp.ClientSession) -> Session
     tok: TokenCounter = (
         LocalTokenizer(t.tokenizer) if t.tokenizer else ServerTokenizer(http, t.url, model, headers)
     )
-    ep = Endpoint(t.url, model, t.endpoint, headers)
+    ep = Endpoint(t.url, model, t.endpoint, headers, t.continuous_usage)
     return Session(http, ep, tok, t.resolved_metrics_url, model)
 
 

@@ -75,6 +75,8 @@ class ServerTarget(BaseModel):
     endpoint: Endpoint = "completions"
     api_key_env: str = "OPENAI_API_KEY"
     metrics_url: str | None = None
+    # vLLM's continuous_usage_stats: exact tokens per chunk, at a cost in the server's API process
+    continuous_usage: bool = True
 
     @field_validator("url")
     @classmethod
