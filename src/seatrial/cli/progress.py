@@ -26,6 +26,9 @@ class LiveProgress:
             console=console,
             transient=False,
             refresh_per_second=2,
+            # No live bar (and no refresh thread competing with the load loop for the GIL) when
+            # stderr is not a terminal; each level's result is printed when it ends instead.
+            disable=not console.is_terminal,
         )
         self._task: Any = None
         self._t0 = time.perf_counter()
@@ -50,6 +53,11 @@ class LiveProgress:
         self._bar.update(self._task, advance=1, tok_s=f"{rate:,.1f}", errors=self._errors)
 
     def level_end(self, summary: dict[str, Any]) -> None:
+        if not console.is_terminal:
+            console.print(
+                f"level C={summary['concurrency']}: {summary['requests_ok']} ok, {summary['requests_failed']} failed",
+                highlight=False,
+            )
         if not summary["valid"]:
             for reason in summary["invalid_reasons"]:
                 console.print(f"  [red]INVALID[/] {reason}", highlight=False)

@@ -136,7 +136,9 @@ async def _consume(resp: aiohttp.ClientResponse, timing: _Timing) -> bool:
         buf += data
         *lines, buf = buf.split(b"\n")
         for line in lines:
-            if is_done(line):
+            if len(line) < 6:  # the blank line after each event, or a bare "data:"
+                continue
+            if line.startswith((b"data: [", b"data:[")) and is_done(line):
                 return True
             chunk = parse_data_line(line)
             if chunk is not None:
