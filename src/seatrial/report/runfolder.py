@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import platform
+import queue
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -49,6 +51,33 @@ def environment() -> dict[str, Any]:
     }
 
 
+class _LineWriter:
+    """Appends JSON lines from a background thread, flushing each batch, so the load loop never waits
+    on the disk (a 1,024-stream level ends with 1,024 records at once)."""
+
+    def __init__(self, path: Path) -> None:
+        self._fh: IO[bytes] = open(path, "ab")  # noqa: SIM115
+        self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=f"writer-{path.name}", daemon=True)
+        self._thread.start()
+
+    def put(self, row: dict[str, Any]) -> None:
+        self._queue.put(row)
+
+    def _run(self) -> None:
+        while (row := self._queue.get()) is not None:
+            self._fh.write(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+            if self._queue.empty():
+                self._fh.flush()
+        self._fh.close()
+
+    def close(self) -> None:
+        """Write everything queued, then close the file."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+
 class RunFolder:
     """An open run folder. Use as a context manager so the JSONL files are closed on any exit."""
 
@@ -58,8 +87,8 @@ class RunFolder:
         write_json(
             path / "run.json", {"command": command, "config": redact(config), "environment": environment()}
         )
-        self._requests: IO[bytes] = open(path / "requests.jsonl", "ab")  # noqa: SIM115
-        self._metrics: IO[bytes] = open(path / "server_metrics.jsonl", "ab")  # noqa: SIM115
+        self._requests = _LineWriter(path / "requests.jsonl")
+        self._metrics = _LineWriter(path / "server_metrics.jsonl")
 
     def __enter__(self) -> RunFolder:
         return self
@@ -67,23 +96,18 @@ class RunFolder:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _append(self, fh: IO[bytes], row: dict[str, Any]) -> None:
-        fh.write(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
-        fh.flush()
-
     def add_request(self, row: dict[str, Any]) -> None:
-        self._append(self._requests, row)
+        self._requests.put(row)
 
     def add_metrics(self, row: dict[str, Any]) -> None:
-        self._append(self._metrics, row)
+        self._metrics.put(row)
 
     def write_summary(self, summary: dict[str, Any]) -> Path:
         return write_json(self.path / "summary.json", summary)
 
     def close(self) -> None:
-        for fh in (self._requests, self._metrics):
-            if not fh.closed:
-                fh.close()
+        self._requests.close()
+        self._metrics.close()
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
