@@ -4,7 +4,7 @@ MemAvailable under a line set 1.5 GiB below the current value; the guard kills t
 process outside the group survives; every event has a history line with MemAvailable.
 
 Other programs share this host's memory. When they free or take enough memory during a run to defeat
-the relative line (a hog reaches its 3 GiB cap without crossing, or memory never comes back for the
+the relative line (a hog reaches its 6 GiB cap without crossing, or memory never comes back for the
 restart), the run is measured as perturbed and repeated with a fresh line, at most three times.
 """
 
@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from guard_helpers import GIB, HOG, guard_cli, mem_available_bytes, pid_alive, read_lines, stop_guard
 
 BUDGET = 2
-CAP_MIB = 3072
+CAP_MIB = 6144  # slack: the line is 1.5 GiB down, so other programs may free up to 4.5 GiB meanwhile
 
 
 def _hog_runs(log: Path) -> list[dict[str, Any]]:
@@ -33,10 +34,24 @@ def _hog_runs(log: Path) -> list[dict[str, Any]]:
     return runs
 
 
+def _settled_mem_available(timeout_s: float = 15.0) -> int:
+    """MemAvailable once it holds still (two readings 0.5 s apart within 64 MiB), so the relative line
+    is not drawn while earlier tests' processes are still giving memory back."""
+    deadline = time.monotonic() + timeout_s
+    prev = mem_available_bytes()
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = mem_available_bytes()
+        if abs(now - prev) < 64 * 1024 * 1024:
+            return now
+        prev = now
+    return prev
+
+
 def _scenario(tmp_path: Path) -> dict[str, Any]:
     """One guarded run of the hog; returns what the assertions need."""
     tmp_path.mkdir()
-    line_bytes = mem_available_bytes() - int(1.5 * GIB)
+    line_bytes = _settled_mem_available() - int(1.5 * GIB)
     log, history = tmp_path / "hog.jsonl", tmp_path / "history.jsonl"
     hog = f"{sys.executable} {HOG} {log} 128 {CAP_MIB} 0.02 3; echo hog-ended"
     proc = guard_cli(
@@ -76,11 +91,11 @@ def _scenario(tmp_path: Path) -> dict[str, Any]:
 
 
 def test_hog_grandchild_is_killed_restarted_within_budget_then_guard_gives_up(tmp_path, outsider) -> None:
-    for attempt in range(3):
+    for attempt in range(5):
         result = _scenario(tmp_path / f"attempt{attempt}")
         if not result["perturbed"]:
             break
-    assert not result["perturbed"], "other programs moved host memory too much in three attempts"
+    assert not result["perturbed"], "other programs moved host memory too much in five attempts"
     events, line_bytes, err = result["events"], result["line"], result["err"]
     assert [e["event"] for e in events] == [
         "start",
