@@ -33,7 +33,7 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         seen.append(path)
         return real(path)
 
-    monkeypatch.setattr("seatrial.checkpoint.inventory.read_header", spy)
+    monkeypatch.setattr("seatrial.checkpoint.digest.read_header", spy)
     return seen
 
 

@@ -47,10 +47,7 @@ def summarize(inv: Inventory) -> AuditReport:
 
 
 def _shards(inv: Inventory) -> list[ShardSummary]:
-    return [
-        ShardSummary(file=file, bytes=int(h.nbytes.sum()), tensors=len(h.names))
-        for (file, _), h in zip(inv.files.shards, inv.headers, strict=True)
-    ]
+    return [ShardSummary(file=d.file, bytes=d.tensor_bytes, tensors=d.tensors) for d in inv.shards]
 
 
 @dataclass

@@ -11,6 +11,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator
 
+from seatrial.checkpoint.header import read_header
+from seatrial.checkpoint.index import index_fingerprints
 from seatrial.checkpoint.inventory import Inventory, text_config
 from seatrial.checkpoint.quant import precision
 from seatrial.checkpoint.report import AuditReport, Component, Finding
@@ -156,13 +158,12 @@ def _index(inv: Inventory, r: AuditReport) -> Iterator[Finding]:
             f"{r.total_bytes:,} by {r.total_bytes - r.index_total_size:+,} bytes",
         )
     wm = inv.files.weight_map
-    if not wm:
+    expected = index_fingerprints(wm)
+    if not wm or all(expected.get(d.file) == (d.tensors, d.name_hash) for d in inv.shards):
         return
     stored: dict[str, str] = {}
-    for (file, _), h in zip(inv.files.shards, inv.headers, strict=True):
-        stored.update(dict.fromkeys(h.names, file))
-    if stored == wm:
-        return
+    for d in inv.shards:
+        stored.update(dict.fromkeys(read_header(d.path).names, d.file))
     missing = [n for n, f in wm.items() if stored.get(n) != f]
     extra = [n for n in stored if n not in wm]
     if missing:
@@ -202,10 +203,10 @@ def _shards(inv: Inventory, r: AuditReport) -> Iterator[Finding]:
 
 
 def _unreferenced(inv: Inventory, r: AuditReport) -> Iterator[Finding]:
-    for (file, _), h, s in zip(inv.files.shards, inv.headers, r.files, strict=True):
-        if h.data_bytes > s.bytes:
+    for d in inv.shards:
+        if d.data_bytes > d.tensor_bytes:
             yield Finding(
                 code="unreferenced_bytes",
                 severity="warning",
-                message=f"{file}: {h.data_bytes - s.bytes:,} data bytes belong to no tensor",
+                message=f"{d.file}: {d.data_bytes - d.tensor_bytes:,} data bytes belong to no tensor",
             )

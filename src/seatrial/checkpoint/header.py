@@ -95,7 +95,7 @@ def read_header(path: Path) -> ShardHeader:
     doc = _parse_json(path, raw)
     metadata = _metadata(path, doc.pop("__metadata__", None))
     data_bytes = size - 8 - n
-    columns = None if b"true" in raw or b"false" in raw else _fast_columns(doc, data_bytes)
+    columns = _fast_columns(doc, data_bytes)
     if columns is None:
         columns = _slow_columns(path, doc, data_bytes)
     dtypes, shapes, begins, ends = columns
@@ -117,19 +117,21 @@ def _fast_columns(
             return None
         if values and set(map(len, offsets)) != {2}:
             return None
-        flat = np.array(list(chain.from_iterable(offsets)))
-        dims = np.array(list(chain.from_iterable(shapes)))
-        numel = np.array(list(map(math.prod, shapes)), dtype=np.int64)
-        bits = np.array(list(map(DTYPE_BITS.__getitem__, dtypes)), dtype=np.int64)
+        flat_offsets = list(chain.from_iterable(offsets))
+        flat_dims = list(chain.from_iterable(shapes))
+        if not set(map(type, flat_offsets)) | set(map(type, flat_dims)) <= {int}:  # bool is not int here
+            return None
+        flat = np.fromiter(flat_offsets, dtype=np.int64, count=len(flat_offsets))
+        dims = np.fromiter(flat_dims, dtype=np.int64, count=len(flat_dims))
+        numel = np.fromiter(map(math.prod, shapes), dtype=np.int64, count=len(shapes))
+        bits = np.fromiter(map(DTYPE_BITS.__getitem__, dtypes), dtype=np.int64, count=len(dtypes))
     except (TypeError, KeyError, ValueError, OverflowError):
         return None
-    if values and (flat.ndim != 1 or flat.dtype.kind != "i"):
-        return None
-    if dims.size and (dims.ndim != 1 or dims.dtype.kind != "i" or dims.min() < 0):
+    if dims.size and dims.min() < 0:
         return None
     if numel.size and numel.max() > 8 * data_bytes:
         return None
-    begins, ends = flat[0::2].astype(np.int64), flat[1::2].astype(np.int64)
+    begins, ends = flat[0::2], flat[1::2]
     total_bits = numel * bits
     if values and (begins.min() < 0 or (ends < begins).any() or ends.max() > data_bytes):
         return None

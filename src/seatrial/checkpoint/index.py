@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
 import orjson
 
 from seatrial.checkpoint.paths import resolve_inside
@@ -84,3 +85,22 @@ def list_files(root: Path) -> CheckpointFiles:
     return CheckpointFiles(
         root, shards, weight_map, total, config, _optional_object(root, "hf_quant_config.json")
     )
+
+
+def index_fingerprints(weight_map: dict[str, str]) -> dict[str, tuple[int, int]]:
+    """Per file the index names: (tensor count, ``names_hash`` of those tensor names).
+
+    Equal to a shard digest's (tensors, name_hash) exactly when the index lists that shard's
+    tensors, up to a 64-bit hash collision.
+    """
+    if not weight_map:
+        return {}
+    files = list(weight_map.values())
+    ids_of = {f: i for i, f in enumerate(dict.fromkeys(files))}
+    ids = np.fromiter(map(ids_of.__getitem__, files), dtype=np.int64, count=len(files))
+    hashes = np.fromiter(map(hash, weight_map), dtype=np.int64, count=len(files))
+    order = np.argsort(ids, kind="stable")
+    counts = np.bincount(ids, minlength=len(ids_of))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    sums = np.add.reduceat(hashes[order], starts)
+    return {f: (int(counts[i]), int(sums[i])) for f, i in ids_of.items()}

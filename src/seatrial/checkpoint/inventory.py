@@ -1,8 +1,8 @@
 """One pass over a checkpoint's headers: tensors grouped by role, format and layer.
 
-A *group* gathers the tensors of one file that share a name template (digits replaced
-by ``#``), a dtype and a layer number, so that a 300,000-tensor checkpoint becomes a few
-thousand rows computed once each. Bytes and counts are exact sums over the group.
+Each shard is digested (see ``digest``) into groups of tensors sharing a name template, a
+dtype and a layer; here each group gets its role, storage format and logical parameters.
+Bytes and counts are exact sums over the group.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import numpy as np
-
+from seatrial.checkpoint.digest import ShardDigest
 from seatrial.checkpoint.dtypes import DTYPE_BITS
-from seatrial.checkpoint.header import ShardHeader, TensorEntry, read_header
+from seatrial.checkpoint.header import TensorEntry
 from seatrial.checkpoint.index import CheckpointFiles, list_files
 from seatrial.checkpoint.quant import (
     AUX_LEAVES,
@@ -27,9 +26,9 @@ from seatrial.checkpoint.quant import (
     tensor_format,
 )
 from seatrial.checkpoint.roles import classify
+from seatrial.checkpoint.shardpool import ShardPool
 
 _MAIN_LEAVES = ("weight_packed", "qweight", "weight")
-_DIGITS = bytes.maketrans(b"0123456789", b"##########")
 
 
 class TensorGroup(NamedTuple):
@@ -58,7 +57,7 @@ class Inventory(NamedTuple):
     """Everything the audit and the planner need, read from headers and JSON files only."""
 
     files: CheckpointFiles
-    headers: list[ShardHeader]
+    shards: list[ShardDigest]
     groups: list[TensorGroup]
     declared: Declared
     num_layers: int | None
@@ -90,69 +89,19 @@ def scan(root: Path) -> Inventory:
 
 
 def _scan(root: Path) -> Inventory:
-    files = list_files(root)
-    headers = [read_header(path) for _, path in files.shards]
+    with ShardPool(root) as pool:
+        files = list_files(root)
+        shards = pool.digests(files.shards)
     layers = text_config(files.config).get("num_hidden_layers")
     num_layers = layers if isinstance(layers, int) else None
     declared = declared_quantization(files.config, files.hf_quant_config, root.resolve().name)
-    raw = [g for (file, _), h in zip(files.shards, headers, strict=True) for g in _raw_groups(file, h)]
+    raw = [(d.file, *g) for d in shards for g in d.groups]
     siblings: dict[str, dict[str, TensorEntry]] = {}
     for _file, template, example, shape, dtype, *_ in raw:
         module, leaf = split_name(template)[0], split_name(example)[1]
         siblings.setdefault(module, {}).setdefault(leaf, TensorEntry(dtype, shape, 0, 0))
     groups = [_finish(r, siblings, declared.int_bits, num_layers) for r in raw]
-    return Inventory(files, headers, groups, declared, num_layers)
-
-
-def _templates_and_layers(names: list[str]) -> tuple[list[str], list[str]]:
-    """Name templates (digits -> '#') and layer numbers ('' for none), computed over all names at once.
-
-    Within one template the layer number sits at a fixed position (``.layers.##.``), so it is a slice.
-    """
-    templates = "\n".join(names).encode().translate(_DIGITS).decode().split("\n")
-    if len(templates) != len(names):  # a name holds a newline
-        templates = [n.encode().translate(_DIGITS).decode() for n in names]
-    spans = {t: _layer_span(t) for t in set(templates)}
-    return templates, [n[spans[t]] for n, t in zip(names, templates, strict=True)]
-
-
-def _layer_span(template: str) -> slice:
-    at = template.find(".layers.#")
-    if at < 0:
-        return slice(0, 0)
-    start = at + len(".layers.")
-    end = start
-    while end < len(template) and template[end] == "#":
-        end += 1
-    return slice(start, end) if end == len(template) or template[end] == "." else slice(0, 0)
-
-
-def _raw_groups(file: str, h: ShardHeader) -> list[tuple[Any, ...]]:
-    if not h.names:
-        return []
-    templates, layers = _templates_and_layers(h.names)
-    triples = list(zip(templates, h.dtypes, layers, strict=True))
-    keys = {k: i for i, k in enumerate(dict.fromkeys(triples))}
-    ids = np.fromiter(map(keys.__getitem__, triples), dtype=np.int64, count=len(triples))
-    nbytes = np.bincount(ids, weights=h.nbytes, minlength=len(keys))
-    counts = np.bincount(ids, minlength=len(keys))
-    _, first = np.unique(ids, return_index=True)
-    out = []
-    for (template, dtype, layer), gid in keys.items():
-        i = int(first[gid])
-        out.append(
-            (
-                file,
-                template,
-                h.names[i],
-                tuple(h.shapes[i]),
-                dtype,
-                int(layer) if layer.isdigit() else None,
-                int(counts[gid]),
-                int(nbytes[gid]),
-            )
-        )
-    return out
+    return Inventory(files, shards, groups, declared, num_layers)
 
 
 def _finish(

@@ -41,6 +41,6 @@ def source_from_inventory(inv: Inventory, dtype: str = "auto") -> Source:
     if not inv.files.config:
         raise CheckpointError(inv.files.root, "has no config.json to read the architecture from")
     arch = arch_from_config(inv.files.config, dtype)
-    sizes = [(file, int(h.nbytes.sum())) for (file, _), h in zip(inv.files.shards, inv.headers, strict=True)]
+    sizes = [(d.file, d.tensor_bytes) for d in inv.shards]
     largest = max(sizes, key=lambda s: s[1])
     return Source(str(inv.files.root), inv.files.config, arch, items_from_inventory(inv), largest)
