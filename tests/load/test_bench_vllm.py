@@ -54,8 +54,10 @@ def test_bench_c1_c4_complete_run_folder(vllm_server: LocalEngine, tmp_path: Pat
         r["output_tokens"] == 32 and r["prompt_tokens"] == 128 and r["error"] is None for r in measured
     )
     assert all(r["response_id"] == f"cmpl-{r['request_id']}" for r in measured)  # vLLM took our X-Request-Id
+    assert all(r["stamps"] == "kernel" for r in measured)  # chunks timed by the kernel's arrival times
     for lv in summary["levels"]:
         assert lv["valid"] and lv["requests_ok"] == 16 and lv["requests_failed"] == 0
+        assert lv["client_timing"]["stamps"] == "kernel" and lv["client_timing"]["read_lag_ms_p99"] >= 0
         # a starved API server can deliver many tokens in one chunk: TPOT is then 0, never negative
         assert lv["ttft_ms"]["p50"] > 0 and lv["tpot_ms"]["p50"] >= 0 and lv["output_tok_s"] > 0
         srv = lv["server"]

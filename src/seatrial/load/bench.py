@@ -13,9 +13,10 @@ import numpy as np
 from seatrial.errors import ServerError
 from seatrial.load.client import Endpoint, send
 from seatrial.load.config import BenchConfig
-from seatrial.load.metrics import level_metrics
+from seatrial.load.metrics import client_timing, level_metrics
 from seatrial.load.records import RequestRecord
 from seatrial.load.scheduler import Delivery, LevelPlan, run_level
+from seatrial.load.stamps import stamped_socket
 from seatrial.load.tokenize import LocalTokenizer, ServerTokenizer, TokenCounter
 from seatrial.load.validity import invalid_reasons, prompt_mismatches
 from seatrial.load.workloads import build_specs
@@ -71,7 +72,9 @@ def new_http(timeout_s: float, stall_timeout_s: float) -> aiohttp.ClientSession:
     timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=stall_timeout_s, sock_connect=10)
     # Idle connections are dropped before the server drops them (uvicorn: 5 s), so a request never
     # goes out on a socket the server is closing ("Server disconnected" that is no fault of the server).
-    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=KEEPALIVE_S)
+    connector = aiohttp.TCPConnector(
+        limit=0, ttl_dns_cache=300, keepalive_timeout=KEEPALIVE_S, socket_factory=stamped_socket
+    )
     return aiohttp.ClientSession(timeout=timeout, connector=connector, raise_for_status=False)
 
 
@@ -150,6 +153,7 @@ def level_summary(
             "dispatch_window_s": delivery.window_s,
             "lag_ms_p99": float(np.percentile(lags, 99)) if lags else None,
         },
+        "client_timing": client_timing(records),
         "prompt_token_mismatches": prompt_mismatches(records),
         "valid": not reasons,
         "invalid_reasons": reasons,

@@ -11,6 +11,7 @@ import aiohttp
 
 from seatrial.load.records import RequestRecord
 from seatrial.load.sse import Chunk, MalformedStream, is_done, parse_data_line
+from seatrial.load.stamps import StampedSocket, socket_of
 from seatrial.load.workloads import RequestSpec
 
 NS_PER_MS = 1_000_000
@@ -51,10 +52,12 @@ class _Timing:
     def __init__(self, rec: RequestRecord, t0: int) -> None:
         self.rec, self.t0 = rec, t0
         self.last_ns: int | None = None
+        self.done_ns: int | None = None
         self.tokens_seen = 0
         self.usage_tokens: int | None = None
 
-    def on_chunk(self, chunk: Chunk, now: int) -> None:
+    def on_chunk(self, chunk: Chunk, now: int) -> int:
+        """Account one event arrived at ``now``; returns the output tokens it carried."""
         if chunk.prompt_tokens is not None:
             self.rec.prompt_tokens = chunk.prompt_tokens
         if chunk.finish_reason:
@@ -63,7 +66,7 @@ class _Timing:
             self.rec.response_id = chunk.response_id
         n = self._tokens_in(chunk)
         if n <= 0:
-            return
+            return 0
         if self.last_ns is None:
             self.rec.ttft_ms = (now - self.t0) / NS_PER_MS
         else:
@@ -72,6 +75,16 @@ class _Timing:
         self.last_ns = now
         self.rec.chunks += 1
         self.tokens_seen += n
+        return n
+
+    def note_reads(self, reads: list[int], now: int, merged: int) -> None:
+        """Self-check of the stamps: how late the client handled the newest read, and merged events."""
+        if not reads:
+            return
+        lag_ms = (now - reads[-1]) / NS_PER_MS
+        rec = self.rec
+        rec.read_lag_ms_max = lag_ms if rec.read_lag_ms_max is None else max(rec.read_lag_ms_max, lag_ms)
+        rec.merged_events += merged
 
     def _tokens_in(self, chunk: Chunk) -> int:
         if chunk.completion_tokens is not None:
@@ -105,8 +118,10 @@ async def send(
                 body = (await resp.read())[:300].decode(errors="replace")
                 rec.error = f"HTTP {resp.status}: {body}"
                 return rec
-            done = await _consume(resp, timing)
-            timing.finish(time.perf_counter_ns())
+            sock = socket_of(resp.connection.transport if resp.connection else None)
+            rec.stamps = "kernel" if sock is not None and sock.kernel else "user"
+            done = await _consume(resp, timing, sock)
+            timing.finish(timing.done_ns or time.perf_counter_ns())
             if not done:
                 rec.error = "stream ended before [DONE]"
             elif timing.last_ns is None:
@@ -124,23 +139,32 @@ async def send(
     return rec
 
 
-async def _consume(resp: aiohttp.ClientResponse, timing: _Timing) -> bool:
+async def _consume(resp: aiohttp.ClientResponse, timing: _Timing, sock: StampedSocket | None) -> bool:
     """Read SSE events as the bytes arrive; True when the stream completed with ``[DONE]``.
 
-    Every event in one network read arrived at the same instant, so they share one timestamp,
-    taken before any parsing.
+    Each event is timed by the arrival of the read that completed it (``stamps``): events that
+    came in one data chunk are matched to that chunk's reads from the newest back. Events beyond
+    the reads arrived merged in one read (the client was a whole gap behind) and share its time.
     """
     buf = b""
+    reads = sock.take()[-1:] if sock is not None else []  # the read that brought the headers
     async for data in resp.content.iter_any():
         now = time.perf_counter_ns()
+        if sock is not None:
+            reads += sock.take()
         buf += data
         *lines, buf = buf.split(b"\n")
-        for line in lines:
-            if len(line) < 6:  # the blank line after each event, or a bare "data:"
-                continue
+        events = [line for line in lines if len(line) >= 6]  # not the blank line after each event
+        in_first_read = 0  # token events timed by reads[0]: all but the last of them arrived merged
+        for k, line in enumerate(events):
+            i = len(reads) - len(events) + k
+            at = reads[max(i, 0)] if reads else now
             if line.startswith((b"data: [", b"data:[")) and is_done(line):
+                timing.done_ns = at
                 return True
             chunk = parse_data_line(line)
-            if chunk is not None:
-                timing.on_chunk(chunk, now)
+            if chunk is not None and timing.on_chunk(chunk, at) and i <= 0 and reads:
+                in_first_read += 1
+        timing.note_reads(reads, now, max(in_first_read - 1, 0))
+        reads = []
     return is_done(buf)

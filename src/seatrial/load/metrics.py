@@ -8,6 +8,9 @@ Definitions (also in docs/metrics.md):
 - output_tok_s: output tokens of ok requests / level duration; total_tok_s adds prompt tokens.
 - duration_s: first send to last completion of the measured requests.
 - per_user_output_tok_s: mean over ok requests of output_tokens / E2E (the speed one user sees).
+- client_timing: how chunk times were taken (``stamps``: kernel receive times or user-space times),
+  the p99 over requests of the longest read lag (arrival to handling), and events that arrived
+  merged with a later one (the client fell a whole gap behind a stream; their ITL is not exact).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import numpy as np
 
 from seatrial.load.records import RequestRecord
 from seatrial.load.stats import distribution
@@ -73,4 +78,34 @@ def level_metrics(records: list[RequestRecord]) -> dict[str, Any]:
     out: dict[str, Any] = throughput(records)
     for metric in DISTRIBUTIONS:
         out[metric.name] = distribution(metric.values(ok))
+    return out
+
+
+MERGED_NOTE_SHARE = 0.05
+"""Above this share of token events arriving merged, ``client_timing`` carries a ``note``."""
+
+
+def client_timing(records: list[RequestRecord]) -> dict[str, Any]:
+    """How this level's chunk times were taken, and how far behind the client ran.
+
+    Events merged into one read share its time. That is exact when the server wrote them together
+    (a starved API server flushing several outputs) and not when the client was a whole gap behind
+    the stream. ``read_lag_ms_p99`` is how long the newest bytes of a read waited for the client
+    (p99 over requests of each one's longest wait): a lower bound of how far behind it ran.
+    """
+    ok = [r for r in records if r.ok]
+    sources = sorted({r.stamps for r in ok if r.stamps})
+    lags = [r.read_lag_ms_max for r in ok if r.read_lag_ms_max is not None]
+    chunks, merged = sum(r.chunks for r in ok), sum(r.merged_events for r in ok)
+    out: dict[str, Any] = {
+        "stamps": sources[0] if len(sources) == 1 else ("mixed" if sources else None),
+        "read_lag_ms_p99": float(np.percentile(lags, 99)) if lags else None,
+        "merged_events": merged,
+    }
+    if chunks and merged / chunks > MERGED_NOTE_SHARE:
+        out["note"] = (
+            f"{merged} of {chunks} token events arrived merged with a later one ({merged / chunks:.1%}): "
+            "their gaps are exact only if the server sent them together; if the client fell behind "
+            "(read_lag_ms_p99 near the ITL), lower the concurrency or give the client more CPU"
+        )
     return out

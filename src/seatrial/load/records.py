@@ -18,6 +18,11 @@ class RequestRecord:
     tokens that chunk carried (from the server's continuous usage when it reports it, else 1).
     ``scheduled_ms`` is when the scheduler wanted to send it, relative to the level start, and
     ``sent_ms`` when it actually went out; their difference is client lag.
+    Chunk times are the kernel's receive times of the reads that completed them (``stamps`` is
+    ``kernel``) or, where the kernel gives none, user-space times taken as each read returned
+    (``user``). ``read_lag_ms_max`` is the longest the client took to handle a read after it
+    arrived; ``merged_events`` counts events that arrived merged into one read with a later one
+    (the client fell a whole gap behind that stream), which then share the later one's time.
     """
 
     request_id: str
@@ -39,6 +44,9 @@ class RequestRecord:
     kind: str = "default"
     finish_reason: str | None = None
     response_id: str | None = None  # the server's id for the request (vLLM: cmpl-<X-Request-Id>)
+    stamps: str | None = None  # "kernel" | "user"
+    read_lag_ms_max: float | None = None
+    merged_events: int = 0
     send_ns: int = 0
 
     @property

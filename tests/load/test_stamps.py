@@ -1,0 +1,136 @@
+"""Chunk times are the kernel's arrival times: a busy client still measures each gap truly."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from seatrial.load.bench import new_http
+from seatrial.load.client import Endpoint, send
+from seatrial.load.metrics import client_timing
+from seatrial.load.records import RequestRecord
+from seatrial.load.stamps import StampedSocket
+from seatrial.load.workloads import RequestSpec
+from seatrial.server.engine import free_port
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="kernel receive stamps are Linux-only")
+
+
+def _pair() -> tuple[StampedSocket, socket.socket]:
+    listener = socket.create_server(("127.0.0.1", 0))
+    client = StampedSocket(socket.AF_INET, socket.SOCK_STREAM)
+    client.connect(listener.getsockname())
+    server, _ = listener.accept()
+    listener.close()
+    server.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return client, server
+
+
+def test_a_late_read_is_stamped_with_the_arrival_of_its_newest_bytes() -> None:
+    client, server = _pair()
+    with client, server:
+        assert client.kernel
+        sent_a = time.perf_counter_ns()
+        server.sendall(b"a")
+        assert client.recv(64) == b"a"
+        server.sendall(b"b")
+        time.sleep(0.08)  # the client is busy; "c" arrives 80 ms after "b"
+        sent_c = time.perf_counter_ns()
+        server.sendall(b"c")
+        time.sleep(0.05)
+        assert client.recv(64) == b"bc"
+        read_at = time.perf_counter_ns()
+        first, merged = client.take()
+    assert 0 <= first - sent_a < 5_000_000
+    assert 0 <= merged - sent_c < 5_000_000  # the newest segment's arrival, not the first's
+    assert read_at - merged > 40_000_000  # the read came 50 ms later; the stamp did not move with it
+
+
+@contextlib.contextmanager
+def _server(itl_ms: int) -> Iterator[str]:
+    """The synthetic server in its own process, so its send stamps never wait for the client's GIL."""
+    port = free_port()
+    cmd = ["-m", "seatrial.server.synthetic", "--port", str(port), "--itl-ms", str(itl_ms), "--ttft-ms", "5"]
+    proc = subprocess.Popen([sys.executable, *cmd])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _stamps(url: str) -> dict[str, list[int]]:
+    with urllib.request.urlopen(f"{url}/stamps", timeout=10) as resp:
+        data: dict[str, list[int]] = json.loads(resp.read())
+        return data
+
+
+async def _streams(url: str, n: int, block_s: float, every_s: float) -> list[RequestRecord]:
+    """``n`` streams while a task blocks the client's loop for ``block_s`` every ``every_s``."""
+    stop = asyncio.Event()
+
+    async def hog() -> None:
+        while not stop.is_set():
+            time.sleep(block_s)  # the loop can do nothing else meanwhile
+            await asyncio.sleep(every_s)
+
+    ep = Endpoint(url, "synthetic", "completions", {})
+    spec = RequestSpec(prompt="w1 w2 w3 w4", output_len=25)
+    async with new_http(60, 30) as http:
+        task = asyncio.create_task(hog())
+        records = await asyncio.gather(
+            *(send(http, ep, spec, RequestRecord(f"busy-{i}", "measure", n)) for i in range(n))
+        )
+        stop.set()
+        await task
+    return list(records)
+
+
+def _itl_errors_ms(records: list[RequestRecord], stamps: dict[str, list[int]]) -> np.ndarray:
+    errors = []
+    for r in records:
+        true_ms = np.diff(np.asarray(stamps[r.request_id], dtype=np.float64)) / 1e6
+        errors.extend(np.abs(np.asarray(r.itl_ms) - true_ms[: len(r.itl_ms)]))
+    return np.asarray(errors)
+
+
+def test_busy_client_times_each_gap_by_arrival() -> None:
+    with _server(itl_ms=30) as url:
+        records = asyncio.run(_streams(url, 4, block_s=0.012, every_s=0.005))
+        stamps = _stamps(url)
+    assert all(r.ok and r.stamps == "kernel" and len(r.itl_ms) == 24 for r in records), records[0]
+    assert max(r.read_lag_ms_max or 0.0 for r in records) > 5.0  # reads were handled late...
+    errors = _itl_errors_ms(records, stamps)
+    assert float(np.percentile(errors, 99)) < 2.0, sorted(errors)[-5:]  # ...but timed by arrival
+    assert sum(r.merged_events for r in records) == 0
+
+
+def test_a_client_a_whole_gap_behind_is_flagged() -> None:
+    with _server(itl_ms=10) as url:
+        records = asyncio.run(_streams(url, 2, block_s=0.045, every_s=0.005))
+    assert all(r.ok for r in records)
+    merged = sum(r.merged_events for r in records)
+    assert merged > 0.05 * sum(r.chunks for r in records)
+    timing = client_timing(records)
+    assert timing["stamps"] == "kernel" and timing["merged_events"] == merged
+    assert timing["read_lag_ms_p99"] > 1.0
+    assert timing["note"].startswith(
+        f"{merged} of {sum(r.chunks for r in records)} token events arrived merged"
+    )
