@@ -2,13 +2,30 @@
 
 Public API: ``audit(dir) -> AuditReport``, ``scan(dir) -> Inventory`` (tensor groups for
 planners), ``read_header(path) -> ShardHeader``, ``post_conversion_bytes(report)``.
+Names load on first use, so ``seatrial convert`` does not pay for the audit's imports.
 """
 
-from seatrial.checkpoint.audit import audit, summarize
-from seatrial.checkpoint.conversion import ConversionEstimate, post_conversion_bytes
-from seatrial.checkpoint.header import ShardHeader, TensorEntry, read_header
-from seatrial.checkpoint.inventory import Inventory, TensorGroup, scan, text_config
-from seatrial.checkpoint.report import AuditReport, Component, Finding
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_WHERE = {
+    "audit": "audit",
+    "summarize": "audit",
+    "ConversionEstimate": "conversion",
+    "post_conversion_bytes": "conversion",
+    "ShardHeader": "header",
+    "TensorEntry": "header",
+    "read_header": "header",
+    "Inventory": "inventory",
+    "TensorGroup": "inventory",
+    "scan": "inventory",
+    "text_config": "inventory",
+    "AuditReport": "report",
+    "Component": "report",
+    "Finding": "report",
+}
 
 __all__ = [
     "AuditReport",
@@ -26,3 +43,18 @@ __all__ = [
     "summarize",
     "text_config",
 ]
+
+if TYPE_CHECKING:
+    from seatrial.checkpoint.audit import audit, summarize
+    from seatrial.checkpoint.conversion import ConversionEstimate, post_conversion_bytes
+    from seatrial.checkpoint.header import ShardHeader, TensorEntry, read_header
+    from seatrial.checkpoint.inventory import Inventory, TensorGroup, scan, text_config
+    from seatrial.checkpoint.report import AuditReport, Component, Finding
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

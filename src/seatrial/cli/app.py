@@ -1,53 +1,60 @@
-"""The ``seatrial`` command. Each capability registers its command from its own module."""
+"""The ``seatrial`` command. Each capability registers its command from its own module.
+
+The command line imports only the module of the command it runs (a full ``import`` of every
+capability costs about a second of start-up: aiohttp, numpy, pydantic models); ``--help`` and
+library callers (``from seatrial.cli.app import app``) get every command.
+"""
 
 from __future__ import annotations
+
+import sys
+from importlib import import_module
+from typing import Any
 
 import typer
 
 from seatrial.cli.common import run_cli
 
-app = typer.Typer(
-    name="seatrial",
-    help="Sea trials for LLM deployments: audit, plan, convert, guard, hw, bench, accept, report, demo.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+# One name per capability; module seatrial.cli.<name> defines ``register(app)`` adding command <name>.
+COMMANDS = ("accept", "audit", "bench", "convert", "demo", "guard", "hw", "plan", "report")
 
 
-@app.callback()
-def _root() -> None:
-    """Sea trials for LLM deployments."""
+def build_app(commands: tuple[str, ...] = COMMANDS) -> typer.Typer:
+    """The ``seatrial`` Typer app with ``commands`` registered."""
+    app = typer.Typer(
+        name="seatrial",
+        help="Sea trials for LLM deployments: audit, plan, convert, guard, hw, bench, accept, report, demo.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    @app.callback()
+    def _root() -> None:
+        """Sea trials for LLM deployments."""
+
+    @app.command()
+    def version() -> None:
+        """Print seatrial's version."""
+        from seatrial import __version__
+
+        typer.echo(__version__)
+
+    for name in commands:
+        import_module(f"seatrial.cli.{name}").register(app)
+    return app
 
 
-@app.command()
-def version() -> None:
-    """Print seatrial's version."""
-    from seatrial import __version__
-
-    typer.echo(__version__)
-
-
-# One import per capability; each module defines ``register(app)`` and adds its command(s).
-# Keep this list sorted; add a line, never edit another's.
-from seatrial.cli import (  # noqa: E402
-    accept,
-    audit,
-    bench,
-    convert,
-    demo,
-    guard,
-    hw,
-    plan,
-    report,
-)
-
-for _module in (accept, audit, bench, convert, demo, guard, hw, plan, report):
-    _module.register(app)
+def __getattr__(name: str) -> Any:
+    if name == "app":  # every command, built once on first use
+        globals()["app"] = built = build_app()
+        return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
-    run_cli(app)
+    wanted = sys.argv[1] if len(sys.argv) > 1 else ""
+    run_cli(build_app((wanted,) if wanted in COMMANDS else COMMANDS))
 
 
 if __name__ == "__main__":
