@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import ml_dtypes
@@ -86,14 +87,33 @@ def quantize_raw(
 
     ``out``: optional 1-D uint8 buffer whose head receives the codes.
     """
+    return start_quantize(raw, dtype, scale, lut, out)()
+
+
+def start_quantize(
+    raw: np.ndarray, dtype: str, scale: float, lut: np.ndarray | None, out: np.ndarray | None = None
+) -> Callable[[], np.ndarray]:
+    """Start ``quantize_raw`` on the lookup threads; the returned call waits and gives the codes.
+
+    The caller may work meanwhile (a previous block's checks and fidelity), but must leave ``raw``
+    and ``out`` alone until it has called the result.
+    """
     if lut is None:
-        return quantize_f32(to_float32(raw, dtype), scale)
+        codes = quantize_f32(to_float32(raw, dtype), scale)
+        return lambda: codes
     flat = raw.reshape(-1)
-    out = out[: flat.size] if out is not None else np.empty(flat.shape, dtype=np.uint8)
-    starts = range(0, flat.size, _PIECE)
-    for _ in _POOL.map(lambda s: _take_piece(lut, flat[s : s + _PIECE], out[s : s + _PIECE]), starts):
-        pass
-    return out.reshape(raw.shape)
+    dst = out[: flat.size] if out is not None else np.empty(flat.shape, dtype=np.uint8)
+    pieces = [
+        _POOL.submit(_take_piece, lut, flat[s : s + _PIECE], dst[s : s + _PIECE])
+        for s in range(0, flat.size, _PIECE)
+    ]
+
+    def wait() -> np.ndarray:
+        for piece in pieces:
+            piece.result()
+        return dst.reshape(raw.shape)
+
+    return wait
 
 
 def _take_piece(lut: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:

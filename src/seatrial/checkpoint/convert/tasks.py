@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -14,8 +14,8 @@ from seatrial.checkpoint.convert.scale import (
     dequant_lut,
     fp8_codes_finite,
     fp8_lut,
-    quantize_raw,
     restore_bf16,
+    start_quantize,
     to_float32,
 )
 from seatrial.checkpoint.convert.source import SourceCheckpoint, SourceTensor
@@ -41,12 +41,12 @@ class TableWriter:
         self.chunk_bytes = chunk_bytes
         self.lut = fp8_lut(record.source_dtype, record.scale) if record.source_dtype != "F32" else None
         self.deq = dequant_lut(record.scale)
-        self._codes = [np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint8)]
+        self._codes = [np.empty(0, dtype=np.uint8) for _ in range(3)]
         self._turn = 0
 
     def _codes_buffer(self, elements: int) -> np.ndarray:
-        """The next of two reused code buffers (the other may be in flight to disk)."""
-        self._turn ^= 1
+        """The next of three reused code buffers: one filling, one being checked, one in flight to disk."""
+        self._turn = (self._turn + 1) % len(self._codes)
         if self._codes[self._turn].size < elements:
             self._codes[self._turn] = np.empty(elements, dtype=np.uint8)
         return self._codes[self._turn]
@@ -54,25 +54,44 @@ class TableWriter:
     def write_shard(
         self, root: Path, shard: SourceTensor, stats: ShardFidelity, out: HashingWriter, advance: Advance
     ) -> None:
+        """Quantize block k+1 on the lookup threads while block k is checked, written and measured."""
         entry = shard.entry
         blocks = iter_row_blocks(entry, self.chunk_bytes)
         elements = (blocks[0][1] - blocks[0][0]) * entry.row_bytes // ITEMSIZE_BYTES[entry.dtype]
         with (root / shard.file).open("rb") as fh:
+            pending: _Block | None = None
             for start, stop in blocks:
                 raw = map_rows(fh, entry, start, stop)
-                codes_buf = self._codes_buffer(elements)
-                codes = quantize_raw(raw, entry.dtype, self.record.scale, self.lut, codes_buf).reshape(
-                    raw.shape
+                codes = start_quantize(
+                    raw, entry.dtype, self.record.scale, self.lut, self._codes_buffer(elements)
                 )
-                if not fp8_codes_finite(codes):
-                    raise CheckpointError(
-                        root / shard.file, f"{entry.name}: non-finite value in rows {start}-{stop}"
-                    )
-                out.write_async(codes)
-                first = (-start) % self.row_stride
-                measured = codes[first :: self.row_stride]
-                accumulate(stats, to_float32(raw[first :: self.row_stride], entry.dtype), self.deq[measured])
-                advance(raw.nbytes)
+                if pending is not None:
+                    self._finish(root / shard.file, entry, pending, stats, out, advance)
+                pending = _Block(start, stop, raw, codes)
+            if pending is not None:
+                self._finish(root / shard.file, entry, pending, stats, out, advance)
+
+    def _finish(
+        self, path: Path, entry: TensorEntry, block: _Block, stats: ShardFidelity, out: HashingWriter,
+        advance: Advance,
+    ) -> None:  # fmt: skip
+        codes = block.codes().reshape(block.raw.shape)
+        if not fp8_codes_finite(codes):
+            raise CheckpointError(path, f"{entry.name}: non-finite value in rows {block.start}-{block.stop}")
+        out.write_async(codes)
+        first = (-block.start) % self.row_stride
+        measured = codes[first :: self.row_stride]
+        accumulate(stats, to_float32(block.raw[first :: self.row_stride], entry.dtype), self.deq[measured])
+        advance(block.raw.nbytes)
+
+
+class _Block(NamedTuple):
+    """A row block whose codes are being computed: ``codes()`` waits for them."""
+
+    start: int
+    stop: int
+    raw: np.ndarray
+    codes: Callable[[], np.ndarray]
 
 
 def copy_tensor(
