@@ -3,6 +3,7 @@
 Public API: ``audit(dir) -> AuditReport``, ``scan(dir) -> Inventory`` (tensor groups for
 planners), ``read_header(path) -> ShardHeader``, ``post_conversion_bytes(report)``.
 Names load on first use, so ``seatrial convert`` does not pay for the audit's imports.
+No submodule may share a public name here (importing it would rebind the package attribute).
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 _WHERE = {
-    "audit": "audit",
-    "summarize": "audit",
+    "audit": "summary",
+    "summarize": "summary",
     "ConversionEstimate": "conversion",
     "post_conversion_bytes": "conversion",
     "ShardHeader": "header",
@@ -45,11 +46,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from seatrial.checkpoint.audit import audit, summarize
     from seatrial.checkpoint.conversion import ConversionEstimate, post_conversion_bytes
     from seatrial.checkpoint.header import ShardHeader, TensorEntry, read_header
     from seatrial.checkpoint.inventory import Inventory, TensorGroup, scan, text_config
     from seatrial.checkpoint.report import AuditReport, Component, Finding
+    from seatrial.checkpoint.summary import audit, summarize
 
 
 def __getattr__(name: str) -> Any:
