@@ -3,7 +3,9 @@
 A synthetic token server (its own process) streams tokens every --itl-ms and stamps each chunk with
 ``perf_counter_ns`` (CLOCK_MONOTONIC, shared by all processes on Linux). For N concurrent streams each
 client (its own process) measures the gaps between chunks; the error of a gap is measured gap − stamp
-gap. Prints p50 / p99 |error| in ms per N for both clients (median over --reps alternating runs), then the largest N each keeps p99 under 1 ms.
+gap. seatrial times each chunk by the kernel's receive time of the read that brought it
+(SO_TIMESTAMPNS); vLLM's client by perf_counter when its coroutine gets the chunk.
+Prints p50 / p99 |error| in ms per N for both clients (median over --reps alternating runs), then the largest N each keeps p99 under 1 ms.
 Targets: seatrial p99 < 1 ms at 256 streams, and at least twice vLLM's streams at equal error.
 
     .venv/bin/python benchmarks/client_overhead.py [--streams 1,16,64,256,512,1024]

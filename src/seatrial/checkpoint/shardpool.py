@@ -4,14 +4,15 @@ Parsing a 300,000-tensor checkpoint's headers is CPU-bound Python work (JSON obj
 hundred thousand), so it is spread over forked workers, one shard per task, largest first.
 Only ``*.safetensors`` files that resolve inside the checkpoint directory are started early;
 the parent then asks for exactly the shards the index names, digesting any others itself.
-Small checkpoints, one-CPU hosts and processes that already run threads (where ``fork`` is
-unsafe) digest everything in-process.
+Small checkpoints, one-CPU hosts, hosts other than Linux and processes that already run threads
+(where ``fork`` is unsafe) digest everything in-process.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import sys
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
@@ -68,10 +69,9 @@ class ShardPool:
 
 
 def _workers(tasks: int) -> int:
-    if threading.active_count() > 1 or os.name != "posix":
+    if threading.active_count() > 1 or sys.platform != "linux":  # fork is unsafe elsewhere (macOS)
         return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return min(tasks, cpus)
+    return min(tasks, len(os.sched_getaffinity(0)))
 
 
 def _candidates(root: Path) -> list[tuple[str, Path, int]]:
