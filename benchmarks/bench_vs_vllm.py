@@ -2,9 +2,11 @@
 
 Workload: random, 256 prompt tokens, 64 output tokens with ignore_eos, closed loop at C = 1, 4, 16.
 For each C the clients (vLLM's; seatrial; seatrial with --no-continuous-usage, which asks the server
-for exactly what vLLM's client asks) take turns in rotating order for --reps rounds; each figure is the
-mean over rounds of that client's median. Prints the ratio seatrial / vLLM for median TTFT, median
-TPOT and output tok/s. Target: each ratio within 0.95-1.05, or a stated definition difference.
+for exactly what vLLM's client asks; and that with --stamps user, which also times chunks as vLLM's
+client does, when its coroutine reads them, instead of by the kernel's receive time) take turns in
+rotating order for --reps rounds; each figure is the mean over rounds of that client's median.
+Prints the ratio seatrial / vLLM for median TTFT, median TPOT and output tok/s. Target: each ratio
+within 0.95-1.05, or a stated definition difference.
 
     .venv/bin/python benchmarks/bench_vs_vllm.py [--url URL] [--reps 2]
 """
@@ -105,13 +107,19 @@ def run_seatrial(url: str, c: int, n: int, out: Path, extra: tuple[str, ...] = (
     return {"ttft": lv["ttft_ms"]["p50"], "tpot": lv["tpot_ms"]["p50"], "tok_s": lv["output_tok_s"]}
 
 
-CLIENTS = ("vllm", "seatrial", "seatrial-nocu")  # nocu: --no-continuous-usage, as vLLM's client asks
+# nocu: --no-continuous-usage, as vLLM's client asks; user: also --stamps user, as vLLM's client times
+CLIENTS = ("vllm", "seatrial", "seatrial-nocu", "seatrial-user")
+EXTRA = {
+    "seatrial": (),
+    "seatrial-nocu": ("--no-continuous-usage",),
+    "seatrial-user": ("--no-continuous-usage", "--stamps", "user"),
+}
 
 
 def run_client(name: str, url: str, tokenizer: Path, c: int, n: int, path: Path) -> dict[str, float]:
     if name == "vllm":
         return run_vllm(url, tokenizer, c, n, path)
-    return run_seatrial(url, c, n, path, ("--no-continuous-usage",) if name == "seatrial-nocu" else ())
+    return run_seatrial(url, c, n, path, EXTRA[name])
 
 
 def main() -> None:
@@ -124,21 +132,21 @@ def main() -> None:
     with vllm_server(opts.url, max_num_seqs=64) as (url, model), tempfile.TemporaryDirectory() as tmp:
         tokenizer = opts.tokenizer or model
         assert tokenizer is not None, "--tokenizer is needed with --url"
-        print(f"{'C':>3} {'metric':<6} {'vllm':>9} {'seatrial':>9} {'ratio':>6} {'s-nocu':>9} {'ratio':>6}")
+        head = "".join(f" {name.replace('seatrial-', 's-'):>9} {'ratio':>6}" for name in CLIENTS[1:])
+        print(f"{'C':>3} {'metric':<6} {'vllm':>9}{head}")
         for c in [int(x) for x in opts.levels.split(",")]:
             n = max(32, 8 * c)
             runs: dict[str, list[dict[str, float]]] = {name: [] for name in CLIENTS}
             for rep in range(opts.reps):  # rotate the order each round: slow drifts of the machine cancel
-                for name in CLIENTS[rep % 3 :] + CLIENTS[: rep % 3]:
+                k = rep % len(CLIENTS)
+                for name in CLIENTS[k:] + CLIENTS[:k]:
                     runs[name].append(
                         run_client(name, url, tokenizer, c, n, Path(tmp) / f"{name}{c}-{rep}.json")
                     )
             for metric in ("ttft", "tpot", "tok_s"):
-                v, s, u = (statistics.fmean(r[metric] for r in runs[name]) for name in CLIENTS)
-                print(
-                    f"{c:>3} {metric:<6} {v:>9.2f} {s:>9.2f} {s / v:>6.3f} {u:>9.2f} {u / v:>6.3f}",
-                    flush=True,
-                )
+                v, *others = (statistics.fmean(r[metric] for r in runs[name]) for name in CLIENTS)
+                cells = "".join(f" {x:>9.2f} {x / v:>6.3f}" for x in others)
+                print(f"{c:>3} {metric:<6} {v:>9.2f}{cells}", flush=True)
 
 
 if __name__ == "__main__":

@@ -82,7 +82,9 @@ def _stamps(url: str) -> dict[str, list[int]]:
         return data
 
 
-async def _streams(url: str, n: int, block_s: float, every_s: float) -> list[RequestRecord]:
+async def _streams(
+    url: str, n: int, block_s: float, every_s: float, kernel: bool = True
+) -> list[RequestRecord]:
     """``n`` streams while a task blocks the client's loop for ``block_s`` every ``every_s``."""
     stop = asyncio.Event()
 
@@ -93,7 +95,7 @@ async def _streams(url: str, n: int, block_s: float, every_s: float) -> list[Req
 
     ep = Endpoint(url, "synthetic", "completions", {})
     spec = RequestSpec(prompt="w1 w2 w3 w4", output_len=25)
-    async with new_http(60, 30) as http:
+    async with new_http(60, 30, kernel_stamps=kernel) as http:
         task = asyncio.create_task(hog())
         records = await asyncio.gather(
             *(send(http, ep, spec, RequestRecord(f"busy-{i}", "measure", n)) for i in range(n))
@@ -120,6 +122,15 @@ def test_busy_client_times_each_gap_by_arrival() -> None:
     errors = _itl_errors_ms(records, stamps)
     assert float(np.percentile(errors, 99)) < 2.0, sorted(errors)[-5:]  # ...but timed by arrival
     assert sum(r.merged_events for r in records) == 0
+
+
+def test_user_stamps_carry_the_busy_clients_delay() -> None:
+    """``--stamps user`` (vLLM's client's way) on the same blocked loop: the gaps take the client's delay."""
+    with _server(itl_ms=30) as url:
+        records = asyncio.run(_streams(url, 4, block_s=0.012, every_s=0.005, kernel=False))
+        stamps = _stamps(url)
+    assert all(r.ok and r.stamps == "user" for r in records)
+    assert float(np.percentile(_itl_errors_ms(records, stamps), 99)) > 5.0
 
 
 def test_a_client_a_whole_gap_behind_is_flagged() -> None:

@@ -67,6 +67,13 @@ def bench(
         bool,
         typer.Option(help="Ask for usage in every chunk (exact tokens per chunk; costs the server a little)"),
     ] = True,
+    stamps: Annotated[
+        str,
+        typer.Option(
+            help="Token times: 'kernel' (the kernel's receive time of each chunk) or 'user' (when the "
+            "client reads it, as vLLM's benchmark client does)"
+        ),
+    ] = "kernel",
     allow_invalid: Annotated[bool, typer.Option(help="Exit 0 even when a level is invalid")] = False,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary JSON here")] = None,
@@ -106,6 +113,7 @@ def bench(
             "stall_timeout_s": stall_timeout,
             "max_error_rate": max_error_rate,
             "max_lag_ms": max_lag_ms,
+            "stamps": stamps,
         },
         allow_invalid=allow_invalid,
     )

@@ -68,12 +68,15 @@ async def discover_model(http: aiohttp.ClientSession, url: str, headers: dict[st
     return str(models[0])
 
 
-def new_http(timeout_s: float, stall_timeout_s: float) -> aiohttp.ClientSession:
+def new_http(timeout_s: float, stall_timeout_s: float, kernel_stamps: bool = True) -> aiohttp.ClientSession:
     timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=stall_timeout_s, sock_connect=10)
     # Idle connections are dropped before the server drops them (uvicorn: 5 s), so a request never
     # goes out on a socket the server is closing ("Server disconnected" that is no fault of the server).
     connector = aiohttp.TCPConnector(
-        limit=0, ttl_dns_cache=300, keepalive_timeout=KEEPALIVE_S, socket_factory=stamped_socket
+        limit=0,
+        ttl_dns_cache=300,
+        keepalive_timeout=KEEPALIVE_S,
+        socket_factory=stamped_socket if kernel_stamps else None,
     )
     return aiohttp.ClientSession(timeout=timeout, connector=connector, raise_for_status=False)
 
@@ -175,7 +178,7 @@ async def run_bench(
     progress = progress or NoProgress()
     levels: list[dict[str, Any]] = []
     result: dict[str, Any] = {"levels": levels}
-    async with new_http(cfg.load.timeout_s, cfg.load.stall_timeout_s) as http:
+    async with new_http(cfg.load.timeout_s, cfg.load.stall_timeout_s, cfg.load.stamps == "kernel") as http:
         s = await open_session(cfg, http)
         result.update(model=s.model, endpoint=cfg.target.endpoint, workload=cfg.workload.name)
         try:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 WorkloadName = Literal["random", "unique-code", "shared-prefix", "prefill", "decode", "mixed", "file"]
 Endpoint = Literal["completions", "chat"]
+Stamps = Literal["kernel", "user"]
 Arrival = Literal["poisson", "constant"]
 
 
@@ -55,6 +56,8 @@ class LoadConfig(BaseModel):
     max_lag_ms: float = Field(50.0, gt=0)
     # 1 s: vLLM renders /metrics in its API-server process; 4 Hz scrapes cost a CPU engine ~10% throughput
     scrape_interval_s: float = Field(1.0, gt=0, le=1.0)
+    # kernel: the kernel's receive time of each chunk; user: when the client reads it (as vLLM's client)
+    stamps: Stamps = "kernel"
 
     @field_validator("concurrency")
     @classmethod
