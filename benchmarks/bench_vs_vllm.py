@@ -107,12 +107,14 @@ def run_seatrial(url: str, c: int, n: int, out: Path, extra: tuple[str, ...] = (
     return {"ttft": lv["ttft_ms"]["p50"], "tpot": lv["tpot_ms"]["p50"], "tok_s": lv["output_tok_s"]}
 
 
-# nocu: --no-continuous-usage, as vLLM's client asks; user: also --stamps user, as vLLM's client times
+# nocu: --no-continuous-usage, as vLLM's client asks; user: also --stamps user, as vLLM's client times;
+# noscrape: /metrics never reached (vLLM renders it on its API server's event loop; see docs/metrics.md)
 CLIENTS = ("vllm", "seatrial", "seatrial-nocu", "seatrial-user")
 EXTRA = {
     "seatrial": (),
     "seatrial-nocu": ("--no-continuous-usage",),
     "seatrial-user": ("--no-continuous-usage", "--stamps", "user"),
+    "seatrial-noscrape": ("--metrics-url", "http://127.0.0.1:1/metrics"),
 }
 
 
@@ -128,23 +130,27 @@ def main() -> None:
     ap.add_argument("--tokenizer", type=Path)
     ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--levels", default="1,4,16")
+    ap.add_argument("--clients", default=",".join(CLIENTS[1:]), help=f"seatrial variants of {sorted(EXTRA)}")
     opts = ap.parse_args()
+    clients = ("vllm", *opts.clients.split(","))
+    if unknown := set(clients[1:]) - EXTRA.keys():
+        ap.error(f"unknown --clients {sorted(unknown)}; choose from {sorted(EXTRA)}")
     with vllm_server(opts.url, max_num_seqs=64) as (url, model), tempfile.TemporaryDirectory() as tmp:
         tokenizer = opts.tokenizer or model
         assert tokenizer is not None, "--tokenizer is needed with --url"
-        head = "".join(f" {name.replace('seatrial-', 's-'):>9} {'ratio':>6}" for name in CLIENTS[1:])
+        head = "".join(f" {name.replace('seatrial-', 's-'):>9} {'ratio':>6}" for name in clients[1:])
         print(f"{'C':>3} {'metric':<6} {'vllm':>9}{head}")
         for c in [int(x) for x in opts.levels.split(",")]:
             n = max(32, 8 * c)
-            runs: dict[str, list[dict[str, float]]] = {name: [] for name in CLIENTS}
+            runs: dict[str, list[dict[str, float]]] = {name: [] for name in clients}
             for rep in range(opts.reps):  # rotate the order each round: slow drifts of the machine cancel
-                k = rep % len(CLIENTS)
-                for name in CLIENTS[k:] + CLIENTS[:k]:
+                k = rep % len(clients)
+                for name in clients[k:] + clients[:k]:
                     runs[name].append(
                         run_client(name, url, tokenizer, c, n, Path(tmp) / f"{name}{c}-{rep}.json")
                     )
             for metric in ("ttft", "tpot", "tok_s"):
-                v, *others = (statistics.fmean(r[metric] for r in runs[name]) for name in CLIENTS)
+                v, *others = (statistics.fmean(r[metric] for r in runs[name]) for name in clients)
                 cells = "".join(f" {x:>9.2f} {x / v:>6.3f}" for x in others)
                 print(f"{c:>3} {metric:<6} {v:>9.2f}{cells}", flush=True)
 
