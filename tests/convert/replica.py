@@ -13,12 +13,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
 import torch
 from safetensors.torch import save_file
 
-from seatrial.checkpoint.convert import ConvertOptions, ConvertResult, convert_checkpoint
+from seatrial.checkpoint.convert import ConvertOptions, ConvertResult, convert_checkpoint, kernels
 
 PLE = "model.ple.ple_embedding.ngram_embedding"
 PLE_SHARDS = 8
@@ -112,3 +114,11 @@ def convert(src: Path, dst: Path, **kwargs: object) -> ConvertResult:
 def tree_bytes(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` by relative name, with its content."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def compiled_or_skip() -> None:
+    if kernels.kernel() != "c":
+        msg = "the compiled loops (_fp8.c) were not built: no C compiler at install time"
+        if os.environ.get("SEATRIAL_REQUIRE_KERNEL") == "1":
+            pytest.fail(msg)
+        pytest.skip(msg)

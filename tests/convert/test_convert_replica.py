@@ -33,7 +33,8 @@ def _fp8(w: torch.Tensor, scale: float) -> torch.Tensor:
 
 
 @pytest.fixture
-def converted(replica: Path, tmp_path: Path) -> tuple[Path, Path, ConvertResult]:
+def converted(replica: Path, tmp_path: Path, loops: str) -> tuple[Path, Path, ConvertResult]:
+    """The replica converted with both options, once by the compiled loops and once by numpy."""
     dst = tmp_path / "dst"
     edits = [
         "layer_types.1=full_attention",
@@ -41,6 +42,7 @@ def converted(replica: Path, tmp_path: Path) -> tuple[Path, Path, ConvertResult]
         "ple_embedding_dtype=float8_e4m3fn",
     ]
     result = convert(replica, dst, set_config=edits)
+    assert result.kernel == loops
     return replica, dst, result
 
 
@@ -155,7 +157,7 @@ def test_fidelity_matches_an_independent_computation(converted: tuple[Path, Path
         cosines.append(torch.nn.functional.cosine_similarity(src[live], deq[live], dim=1))
     cos = torch.cat(cosines)
     fid = table.fidelity
-    # row products are float32 (sums float64): agreement to ~1e-7 relative
+    # per-row sums are float32 (sums over rows float64): agreement to ~1e-7 relative
     assert fid.snr_db == pytest.approx(10 * math.log10(signal / noise), rel=1e-6)
     assert fid.row_cosine_mean == pytest.approx(float(cos.mean()), rel=1e-6)
     assert fid.row_cosine_min == pytest.approx(float(cos.min()), rel=1e-6)

@@ -7,6 +7,7 @@ library callers (``from seatrial.cli.app import app``) get every command.
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib import import_module
 from typing import Any
@@ -45,6 +46,23 @@ def build_app(commands: tuple[str, ...] = COMMANDS) -> typer.Typer:
     return app
 
 
+def _single_thread_blas() -> None:
+    """Load numpy with one OpenBLAS thread, unless the user chose a number.
+
+    At import, numpy's OpenBLAS starts a thread per core that spins for a while: about 130 ms of CPU on
+    a 2-core machine, taken from the command itself. seatrial does no BLAS work on the CPU. The
+    variable is read when the library loads and is restored at once, so servers that seatrial starts
+    keep the environment they were given.
+    """
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+
+
 def __getattr__(name: str) -> Any:
     if name == "app":  # every command, built once on first use
         globals()["app"] = built = build_app()
@@ -53,6 +71,7 @@ def __getattr__(name: str) -> Any:
 
 
 def main() -> None:
+    _single_thread_blas()
     wanted = sys.argv[1] if len(sys.argv) > 1 else ""
     run_cli(build_app((wanted,) if wanted in COMMANDS else COMMANDS))
 

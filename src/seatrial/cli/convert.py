@@ -140,5 +140,6 @@ def print_result(result: ConvertResult) -> None:
     out.print(f"total_size {result.total_size_before:,} -> {result.total_size_after:,} bytes ({delta:+,})")
     rss_mib = result.peak_rss_bytes / 2**20
     out.print(
-        f"files {result.files}, {len(result.config_changes)} config changes, peak RSS {rss_mib:.0f} MiB"
+        f"files {result.files}, {len(result.config_changes)} config changes, peak RSS {rss_mib:.0f} MiB,"
+        f" {result.kernel} loops"
     )

@@ -1,7 +1,7 @@
 """Round-trip fidelity of an FP8 table against its source, as in seed 000's fidelity table.
 
-Definitions (``w`` = source value, ``d`` = dequantized FP8 value, both float32; per-row products in
-float32, sums over rows in float64):
+Definitions (``w`` = source value, ``d`` = dequantized FP8 value, both float32; per-row sums in float32
+(the compiled kernel: eight float32 lanes per row, then float64); sums over rows in float64):
 - ``snr_db = 10 log10(sum w^2 / sum (w - d)^2)`` over the measured rows.
 - row cosine = ``<w, d> / (|w| |d|)`` per measured row; rows whose source is all zero are skipped;
   a nonzero row flushed entirely to zero has cosine 0.
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from seatrial.checkpoint.convert.kernels import RowSums
 from seatrial.checkpoint.convert.scale import fp8_scale
 
 
@@ -48,30 +48,16 @@ def shard_fidelity(tensor: str, max_abs: float, global_scale: float) -> ShardFid
     return ShardFidelity(tensor=tensor, max_abs=max_abs, local_scale=local, precision_lost_bits=lost)
 
 
-def accumulate(stats: ShardFidelity, source: np.ndarray, dequant: np.ndarray) -> None:
-    """Add measured rows (2-D float32 arrays of equal shape) to ``stats``."""
-    if source.size == 0:
-        return
-    src = source.astype(np.float32, copy=False)
-    deq = dequant.astype(np.float32, copy=False)
-    dot = np.einsum("ij,ij->i", src, deq).astype(np.float64)
-    src_sq = np.einsum("ij,ij->i", src, src).astype(np.float64)
-    deq_sq = np.einsum("ij,ij->i", deq, deq).astype(np.float64)
-    err = src - deq
-    live = src_sq > 0
-    denom = np.sqrt(src_sq[live] * deq_sq[live])
-    cosine = np.divide(dot[live], denom, out=np.zeros_like(denom), where=denom > 0)
-    rows_live = int(np.count_nonzero(live))  # count_nonzero: bool .sum() is ~10x slower here
-    stats.rows_measured += rows_live
-    stats.rows_skipped_zero += int(live.size) - rows_live
-    stats.elements_measured += int(src.size)
-    # A zero source element always dequantizes to zero, so the flushed ones are the surplus of zeros.
-    stats.flushed_elements += int(np.count_nonzero(deq == 0)) - int(np.count_nonzero(src == 0))
-    stats.signal_sq_sum += float(src_sq.sum())
-    stats.noise_sq_sum += float(np.einsum("ij,ij->i", err, err).sum(dtype=np.float64))
-    stats.cosine_sum += float(cosine.sum())
-    if cosine.size:
-        stats.cosine_min = min(stats.cosine_min, float(cosine.min()))
+def accumulate(stats: ShardFidelity, sums: RowSums) -> None:
+    """Add the sums over a block's measured rows to ``stats``."""
+    stats.rows_measured += sums.rows_live
+    stats.rows_skipped_zero += sums.rows_zero
+    stats.elements_measured += sums.elements
+    stats.flushed_elements += sums.flushed
+    stats.signal_sq_sum += sums.signal_sq
+    stats.noise_sq_sum += sums.noise_sq
+    stats.cosine_sum += sums.cosine_sum
+    stats.cosine_min = min(stats.cosine_min, sums.cosine_min)
 
 
 class TableFidelity(BaseModel):

@@ -34,6 +34,7 @@ class OutputRunner:
         self.source, self.opts, self.manifest, self.advance = source, opts, manifest, advance
         self.tables = {t.name: t for t in manifest.tables}
         self.counts = {"table": 0, "scale": 0, "rewrite": 0, "hardlink": 0, "copy": 0, "skipped": 0}
+        self._writers: dict[str, TableWriter] = {}  # one per table: its lookup table and buffers are reused
 
     def ordered(self) -> Iterator[OutputRecord]:
         yield from sorted(self.manifest.outputs, key=lambda o: _ORDER[o.kind])
@@ -96,7 +97,10 @@ class OutputRunner:
         return lambda out: self._write_rewrite(record, out)
 
     def _write_table(self, record: OutputRecord, table: TableRecord, out: HashingWriter) -> None:
-        writer = TableWriter(table, self.opts.fidelity_row_stride, self.opts.chunk_bytes)
+        writer = self._writers.get(table.name)
+        if writer is None:
+            writer = TableWriter(table, self.opts.fidelity_row_stride, self.opts.chunk_bytes)
+            self._writers[table.name] = writer
         record.fidelity = []
         for tensor in record.tensors:
             index = table.shard_tensors.index(tensor.name)

@@ -22,7 +22,7 @@ from seatrial.checkpoint.convert.plan import (
     source_outputs,
     table_outputs,
 )
-from seatrial.checkpoint.convert.scale import fp8_scale, max_abs
+from seatrial.checkpoint.convert.scale import POOL, fp8_scale, max_abs
 from seatrial.checkpoint.convert.source import SourceCheckpoint, SourceTensor, Table, find_tables
 from seatrial.checkpoint.convert.stio import ITEMSIZE_BYTES, iter_row_blocks, map_rows
 from seatrial.errors import CheckpointError, ConfigError
@@ -51,7 +51,8 @@ def table_record(
     source: SourceCheckpoint, table: Table, opts: ConvertOptions, advance: Advance
 ) -> TableRecord:
     """Scan ``table`` and fix its global max, scale and scale tensor name."""
-    shard_max = [scan_max_abs(source.root, s, opts.chunk_bytes, advance) for s in table.shards]
+    scans = [POOL.submit(scan_max_abs, source.root, s, opts.chunk_bytes, advance) for s in table.shards]
+    shard_max = [scan.result() for scan in scans]  # shards in parallel: the scan is memory-bound
     global_max = max(shard_max)
     if global_max == 0:
         raise CheckpointError(source.root, f"table {table.name!r} is all zeros; no FP8 scale exists")

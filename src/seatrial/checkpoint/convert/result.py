@@ -43,6 +43,7 @@ class ConvertResult(BaseModel):
     removed_temporaries: list[str] = Field(default_factory=list)
     elapsed_ms: float
     peak_rss_bytes: int
+    kernel: str = Field(description="the per-element loops that ran: 'c' (compiled) or 'numpy'")
 
 
 def table_reports(manifest: Manifest, row_stride: int) -> list[TableReport]:

@@ -17,6 +17,7 @@ from typing import NoReturn, Protocol
 
 from seatrial.checkpoint.convert.atomic import DiskFull, fsync_dir, remove_temporaries
 from seatrial.checkpoint.convert.finish import write_metadata
+from seatrial.checkpoint.convert.kernels import kernel
 from seatrial.checkpoint.convert.manifest import (
     CHANGELOG_NAME,
     MANIFEST_NAME,
@@ -93,6 +94,7 @@ def convert_checkpoint(opts: ConvertOptions, progress: ProgressSink | None = Non
         removed_temporaries=removed,
         elapsed_ms=(time.perf_counter_ns() - started_ns) / 1e6,
         peak_rss_bytes=peak_rss_bytes(),
+        kernel=kernel(),
     )
 
 

@@ -11,12 +11,21 @@ Definitions (seed 000, step 4 of the conversion):
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import ml_dtypes
 import numpy as np
+
+from seatrial.checkpoint.convert.kernels import (
+    Measure,
+    RowSums,
+    codes_finite,
+    max_magnitude16,
+    merge,
+    quantize_rows,
+    sums_f32,
+)
 
 FP8_E4M3_MAX = 448.0
 _BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -28,9 +37,9 @@ FLOAT_DTYPES: dict[str, np.dtype] = {
     "F32": np.dtype(np.float32),
     "F8_E4M3": _FP8,
 }
-_POOL = ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2)), thread_name_prefix="seatrial-fp8")
-_LOCAL = threading.local()
-_PIECE = 1 << 20  # elements per lookup task: an 8 MiB index buffer per thread
+#: The converter's worker threads (lookups, scans): the compiled loops and numpy release the GIL.
+POOL = ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2)), thread_name_prefix="seatrial-fp8")
+_PIECE = 1 << 20  # elements per lookup task, in whole rows (numpy path: an 8 MiB index buffer per thread)
 
 
 def ceil_to_bf16(value: float) -> float:
@@ -87,63 +96,58 @@ def quantize_raw(
 
     ``out``: optional 1-D uint8 buffer whose head receives the codes.
     """
-    return start_quantize(raw, dtype, scale, lut, out)()
+    return start_quantize(raw, dtype, scale, lut, out)()[0]
+
+
+Quantized = Callable[[], tuple[np.ndarray, bool, RowSums | None]]
+"""Waits for a started quantization; gives the codes (shaped as the source), whether all are finite,
+and the round-trip sums over the measured rows (None when none were asked for)."""
 
 
 def start_quantize(
-    raw: np.ndarray, dtype: str, scale: float, lut: np.ndarray | None, out: np.ndarray | None = None
-) -> Callable[[], np.ndarray]:
-    """Start ``quantize_raw`` on the lookup threads; the returned call waits and gives the codes.
+    raw: np.ndarray, dtype: str, scale: float, lut: np.ndarray | None, out: np.ndarray | None = None,
+    measure: Measure | None = None,
+) -> Quantized:  # fmt: skip
+    """Start ``quantize_raw`` of a (rows x cols) block on the lookup threads, measuring the rows that
+    ``measure`` names; the returned call waits for the results.
 
-    The caller may work meanwhile (a previous block's checks and fidelity), but must leave ``raw``
-    and ``out`` alone until it has called the result.
+    The caller may work meanwhile (write the previous block), but must leave ``raw`` and ``out`` alone
+    until it has called the result.
     """
     if lut is None:
         codes = quantize_f32(to_float32(raw, dtype), scale)
-        return lambda: codes
-    flat = raw.reshape(-1)
-    dst = out[: flat.size] if out is not None else np.empty(flat.shape, dtype=np.uint8)
+        sums = None
+        if measure is not None:
+            rows = slice(measure.first, None, measure.stride)
+            sums = sums_f32(to_float32(raw[rows], dtype), measure.deq[codes[rows]])
+        finite = codes_finite(codes)
+        return lambda: (codes, finite, sums)
+    block = raw.reshape(raw.shape[0], -1) if raw.ndim else raw.reshape(1, 1)
+    dst = (out[: block.size] if out is not None else np.empty(block.size, dtype=np.uint8)).reshape(
+        block.shape
+    )
+    step = max(1, _PIECE // max(1, block.shape[1]))
     pieces = [
-        _POOL.submit(_take_piece, lut, flat[s : s + _PIECE], dst[s : s + _PIECE])
-        for s in range(0, flat.size, _PIECE)
+        POOL.submit(quantize_rows, lut, block[r : r + step], dst[r : r + step], measure and measure.at(r))
+        for r in range(0, block.shape[0], step)
     ]
 
-    def wait() -> np.ndarray:
-        for piece in pieces:
-            piece.result()
-        return dst.reshape(raw.shape)
+    def wait() -> tuple[np.ndarray, bool, RowSums | None]:
+        done = [piece.result() for piece in pieces]
+        sums = merge([s for _, s in done if s is not None]) if measure is not None else None
+        return dst.reshape(raw.shape), not any(nan for nan, _ in done), sums
 
     return wait
-
-
-def _take_piece(lut: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
-    """``dst = lut[src]`` through a reused per-thread index buffer (numpy would allocate one per call)."""
-    index = getattr(_LOCAL, "index", None)
-    if index is None:
-        index = _LOCAL.index = np.empty(_PIECE, dtype=np.intp)
-    np.copyto(index[: src.size], src, casting="unsafe")
-    np.take(lut, index[: src.size], out=dst, mode="wrap")
 
 
 def max_abs(raw: np.ndarray, dtype: str) -> float:
     """Largest magnitude in raw ``dtype`` storage (NaN if any element is not finite)."""
     if dtype in ("BF16", "F16"):
-        # Sign-magnitude: among non-negative patterns (int16 >= 0) and among negative ones (uint16 >=
-        # 0x8000) the pattern order is the magnitude order, so two reductions find the top magnitude.
-        if raw.size == 0:
-            return 0.0
-        top = max(int(raw.view(np.int16).max()), int(raw.max()) - 0x8000, 0)
+        top = max_magnitude16(raw)
         value = float(np.array([top], dtype=np.uint16).view(FLOAT_DTYPES[dtype])[0])
         return value if np.isfinite(value) else float("nan")
     values = to_float32(raw, dtype)
     return float(np.abs(values).max()) if np.isfinite(values).all() else float("nan")
-
-
-def fp8_codes_finite(codes: np.ndarray) -> bool:
-    """True when no code is E4M3FN's NaN (0x7F / 0xFF)."""
-    if codes.size == 0:
-        return True
-    return int(codes.max()) != 0xFF and int(codes.view(np.int8).max()) != 0x7F
 
 
 def restore_bf16(codes: np.ndarray, scale: np.ndarray) -> np.ndarray:

@@ -9,10 +9,11 @@ from typing import BinaryIO, NamedTuple
 import numpy as np
 
 from seatrial.checkpoint.convert.fidelity import ShardFidelity, accumulate
+from seatrial.checkpoint.convert.kernels import Measure
 from seatrial.checkpoint.convert.manifest import LmHeadRecord, TableRecord
 from seatrial.checkpoint.convert.scale import (
+    Quantized,
     dequant_lut,
-    fp8_codes_finite,
     fp8_lut,
     restore_bf16,
     start_quantize,
@@ -39,8 +40,11 @@ class TableWriter:
         self.record = record
         self.row_stride = row_stride
         self.chunk_bytes = chunk_bytes
-        self.lut = fp8_lut(record.source_dtype, record.scale) if record.source_dtype != "F32" else None
-        self.deq = dequant_lut(record.scale)
+        wide = record.source_dtype == "F32"
+        self.lut = None if wide else fp8_lut(record.source_dtype, record.scale)
+        patterns = np.arange(0 if wide else 1 << 16, dtype=np.uint16)
+        values = to_float32(patterns, "BF16" if wide else record.source_dtype)
+        self.measure = Measure(values, dequant_lut(record.scale), 0, row_stride)
         self._codes = [np.empty(0, dtype=np.uint8) for _ in range(3)]
         self._turn = 0
 
@@ -54,7 +58,7 @@ class TableWriter:
     def write_shard(
         self, root: Path, shard: SourceTensor, stats: ShardFidelity, out: HashingWriter, advance: Advance
     ) -> None:
-        """Quantize block k+1 on the lookup threads while block k is checked, written and measured."""
+        """Quantize and measure block k+1 on the lookup threads while block k is checked and written."""
         entry = shard.entry
         blocks = iter_row_blocks(entry, self.chunk_bytes)
         elements = (blocks[0][1] - blocks[0][0]) * entry.row_bytes // ITEMSIZE_BYTES[entry.dtype]
@@ -63,8 +67,9 @@ class TableWriter:
             for start, stop in blocks:
                 raw = map_rows(fh, entry, start, stop)
                 codes = start_quantize(
-                    raw, entry.dtype, self.record.scale, self.lut, self._codes_buffer(elements)
-                )
+                    raw, entry.dtype, self.record.scale, self.lut, self._codes_buffer(elements),
+                    self.measure.at(start),
+                )  # fmt: skip
                 if pending is not None:
                     self._finish(root / shard.file, entry, pending, stats, out, advance)
                 pending = _Block(start, stop, raw, codes)
@@ -75,13 +80,12 @@ class TableWriter:
         self, path: Path, entry: TensorEntry, block: _Block, stats: ShardFidelity, out: HashingWriter,
         advance: Advance,
     ) -> None:  # fmt: skip
-        codes = block.codes().reshape(block.raw.shape)
-        if not fp8_codes_finite(codes):
+        codes, finite, sums = block.codes()
+        if not finite:
             raise CheckpointError(path, f"{entry.name}: non-finite value in rows {block.start}-{block.stop}")
         out.write_async(codes)
-        first = (-block.start) % self.row_stride
-        measured = codes[first :: self.row_stride]
-        accumulate(stats, to_float32(block.raw[first :: self.row_stride], entry.dtype), self.deq[measured])
+        if sums is not None:
+            accumulate(stats, sums)
         advance(block.raw.nbytes)
 
 
@@ -91,7 +95,7 @@ class _Block(NamedTuple):
     start: int
     stop: int
     raw: np.ndarray
-    codes: Callable[[], np.ndarray]
+    codes: Quantized
 
 
 def copy_tensor(
