@@ -15,12 +15,20 @@ from functools import cached_property
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
+from types import ModuleType
 from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
 
 from seatrial.checkpoint.dtypes import DTYPE_BITS
+
+try:
+    from seatrial.checkpoint import _columns as _compiled
+
+    _C: ModuleType | None = _compiled
+except ImportError:  # installed without a C compiler: the Python loop
+    _C = None
 from seatrial.errors import CheckpointError
 
 MAX_HEADER_BYTES = 100_000_000
@@ -106,14 +114,43 @@ def _fast_columns(
     doc: dict[str, Any], data_bytes: int
 ) -> tuple[list[str], list[list[int]], np.ndarray, np.ndarray] | None:
     """Validate the whole header at once; None when anything is off (the slow path then names it)."""
+    extracted = _compiled_columns(doc) if _C is not None else _python_columns(doc)
+    if extracted is None:
+        return None
+    dtypes, shapes, begins, ends, numel, bits = extracted
+    if numel.size and numel.max() > 8 * data_bytes:
+        return None
+    total_bits = numel * bits
+    if dtypes and (begins.min() < 0 or (ends < begins).any() or ends.max() > data_bytes):
+        return None
+    if (total_bits % 8).any() or (total_bits // 8 != ends - begins).any() or _overlaps(begins, ends):
+        return None
+    return dtypes, shapes, begins, ends
+
+
+Columns = tuple[list[str], list[list[int]], np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""dtypes, shapes, then int64 begins, ends, element counts and bits per element."""
+
+
+def _compiled_columns(doc: dict[str, Any]) -> Columns | None:
+    assert _C is not None
+    table = np.empty((4, len(doc)), dtype=np.int64)
+    got = _C.columns(doc, DTYPE_BITS, table)
+    if got is None:
+        return None
+    return got[0], got[1], table[0], table[1], table[2], table[3]
+
+
+def _python_columns(doc: dict[str, Any]) -> Columns | None:
+    """The same columns as the compiled loop (``_columns.c``), in Python."""
     try:
         values = list(doc.values())
         dtypes = list(map(itemgetter("dtype"), values))
         shapes = list(map(itemgetter("shape"), values))
         offsets = list(map(itemgetter("data_offsets"), values))
-        if not set(dtypes) <= DTYPE_BITS.keys() or not set(map(type, shapes)) | set(map(type, offsets)) <= {
-            list
-        }:
+        if not set(map(type, dtypes)) <= {str} or not set(dtypes) <= DTYPE_BITS.keys():
+            return None
+        if not set(map(type, shapes)) | set(map(type, offsets)) <= {list}:
             return None
         if values and set(map(len, offsets)) != {2}:
             return None
@@ -123,21 +160,13 @@ def _fast_columns(
             return None
         flat = np.fromiter(flat_offsets, dtype=np.int64, count=len(flat_offsets))
         dims = np.fromiter(flat_dims, dtype=np.int64, count=len(flat_dims))
+        if dims.size and dims.min() < 0:
+            return None
         numel = np.fromiter(map(math.prod, shapes), dtype=np.int64, count=len(shapes))
         bits = np.fromiter(map(DTYPE_BITS.__getitem__, dtypes), dtype=np.int64, count=len(dtypes))
     except (TypeError, KeyError, ValueError, OverflowError):
         return None
-    if dims.size and dims.min() < 0:
-        return None
-    if numel.size and numel.max() > 8 * data_bytes:
-        return None
-    begins, ends = flat[0::2], flat[1::2]
-    total_bits = numel * bits
-    if values and (begins.min() < 0 or (ends < begins).any() or ends.max() > data_bytes):
-        return None
-    if (total_bits % 8).any() or (total_bits // 8 != ends - begins).any() or _overlaps(begins, ends):
-        return None
-    return dtypes, shapes, begins, ends
+    return dtypes, shapes, flat[0::2], flat[1::2], numel, bits
 
 
 def _overlaps(begins: np.ndarray, ends: np.ndarray) -> bool:
