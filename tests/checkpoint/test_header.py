@@ -15,7 +15,9 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 from tests.ckptgen.layouts import fp8_block_deepseek, nvfp4_compressed_tensors
 from tests.ckptgen.writer import header_bytes, write_safetensors
+from tests.compiled import compiled_or_skip
 
+from seatrial.checkpoint import header
 from seatrial.checkpoint.header import read_header
 from seatrial.errors import CheckpointError
 
@@ -124,3 +126,37 @@ def test_fuzzed_json_entries(tmp_path: Path, doc: dict[str, object], data_bytes:
         spans = sorted(zip(h.begins.tolist(), h.ends.tolist(), strict=True))
         assert all(b2 >= e1 for (_, e1), (b2, _) in itertools.pairwise(spans))
         assert all(e <= data_bytes for _, e in spans)
+
+
+_ENTRY_VALUES = st.one_of(
+    st.integers(-3, 2**70), st.booleans(), st.floats(0, 9), st.text(max_size=2), st.none()
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(max_size=6),
+        st.one_of(
+            st.fixed_dictionaries(
+                {
+                    "dtype": st.sampled_from(["F32", "BF16", "U8", "F4", "X9", 3, None]),
+                    "shape": st.one_of(st.lists(_ENTRY_VALUES, max_size=3), st.text(max_size=2)),
+                    "data_offsets": st.one_of(st.lists(_ENTRY_VALUES, max_size=3), st.none()),
+                },
+                optional={"extra": st.integers()},
+            ),
+            st.lists(st.integers(), max_size=2),
+        ),
+        max_size=5,
+    )
+)
+def test_compiled_columns_equal_the_python_loop(doc: dict[str, object]) -> None:
+    """The compiled per-tensor loop (_columns.c) accepts exactly what the Python loop accepts, with the same columns."""
+    compiled_or_skip(header._C is not None, "the compiled header loop (_columns.c)")
+    compiled, plain = header._compiled_columns(doc), header._python_columns(doc)
+    assert (compiled is None) == (plain is None)
+    if compiled is not None and plain is not None:
+        assert compiled[:2] == plain[:2]
+        for got, want in zip(compiled[2:], plain[2:], strict=True):
+            np.testing.assert_array_equal(got, want)

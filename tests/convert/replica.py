@@ -13,12 +13,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-import pytest
 import torch
 from safetensors.torch import save_file
+from tests import compiled
 
 from seatrial.checkpoint.convert import ConvertOptions, ConvertResult, convert_checkpoint, kernels
 
@@ -117,8 +116,4 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
 
 
 def compiled_or_skip() -> None:
-    if kernels.kernel() != "c":
-        msg = "the compiled loops (_fp8.c) were not built: no C compiler at install time"
-        if os.environ.get("SEATRIAL_REQUIRE_KERNEL") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
+    compiled.compiled_or_skip(kernels.kernel() == "c", "the converter's compiled loops (_fp8.c)")
