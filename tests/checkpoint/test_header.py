@@ -17,7 +17,7 @@ from tests.ckptgen.layouts import fp8_block_deepseek, nvfp4_compressed_tensors
 from tests.ckptgen.writer import header_bytes, write_safetensors
 from tests.compiled import compiled_or_skip
 
-from seatrial.checkpoint import header
+from seatrial.checkpoint import header, native
 from seatrial.checkpoint.header import read_header
 from seatrial.errors import CheckpointError
 
@@ -153,7 +153,7 @@ _ENTRY_VALUES = st.one_of(
 )
 def test_compiled_columns_equal_the_python_loop(doc: dict[str, object]) -> None:
     """The compiled per-tensor loop (_columns.c) accepts exactly what the Python loop accepts, with the same columns."""
-    compiled_or_skip(header._C is not None, "the compiled header loop (_columns.c)")
+    compiled_or_skip(native.COLUMNS is not None, "the compiled header loop (_columns.c)")
     compiled, plain = header._compiled_columns(doc), header._python_columns(doc)
     assert (compiled is None) == (plain is None)
     if compiled is not None and plain is not None:

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from seatrial.checkpoint import native
 from seatrial.checkpoint.header import ShardHeader, read_header
 
 _DIGITS = bytes.maketrans(b"0123456789", b"##########")
@@ -36,15 +37,9 @@ class ShardDigest(NamedTuple):
 def digest_shard(file: str, path: Path) -> ShardDigest:
     """Read and validate one shard's header and group its tensors."""
     h = read_header(path)
+    groups, name_hash = raw_groups(h)
     return ShardDigest(
-        file,
-        path,
-        h.header_bytes,
-        h.data_bytes,
-        int(h.nbytes.sum()),
-        len(h.names),
-        names_hash(h.names),
-        raw_groups(h),
+        file, path, h.header_bytes, h.data_bytes, int(h.nbytes.sum()), len(h.names), name_hash, groups
     )
 
 
@@ -80,29 +75,44 @@ def _layer_span(template: str) -> slice:
     return slice(start, end) if end == len(template) or template[end] == "." else slice(0, 0)
 
 
-def raw_groups(h: ShardHeader) -> list[RawGroup]:
-    """The shard's tensors grouped by (template, dtype, layer), with counts and byte sums."""
+def raw_groups(h: ShardHeader) -> tuple[list[RawGroup], int]:
+    """The shard's tensors grouped by (template, dtype, layer), with counts and byte sums; and the
+    :func:`names_hash` of its names."""
     if not h.names:
-        return []
-    templates, layers = templates_and_layers(h.names)
-    triples = list(zip(templates, h.dtypes, layers, strict=True))
-    keys = {k: i for i, k in enumerate(dict.fromkeys(triples))}
-    ids = np.fromiter(map(keys.__getitem__, triples), dtype=np.int64, count=len(triples))
-    nbytes = np.bincount(ids, weights=h.nbytes, minlength=len(keys))
-    counts = np.bincount(ids, minlength=len(keys))
-    _, first = np.unique(ids, return_index=True)
+        return [], 0
+    if native.COLUMNS is not None:
+        ids = np.empty(len(h.names), dtype=np.int64)
+        first, name_hash = native.COLUMNS.groups(h.names, h.dtypes, ids)
+    else:
+        ids, first = _group_ids(h.names, h.dtypes)
+        name_hash = names_hash(h.names)
+    nbytes = np.bincount(ids, weights=h.nbytes, minlength=len(first))
+    counts = np.bincount(ids, minlength=len(first))
     out: list[RawGroup] = []
-    for (template, dtype, layer), gid in keys.items():
-        i = int(first[gid])
+    for gid, i in enumerate(first):
+        name = h.names[i]
+        template = name.encode().translate(_DIGITS).decode()
+        layer = name[_layer_span(template)]
         out.append(
             (
                 template,
-                h.names[i],
+                name,
                 tuple(h.shapes[i]),
-                dtype,
+                h.dtypes[i],
                 int(layer) if layer.isdigit() else None,
                 int(counts[gid]),
                 int(nbytes[gid]),
             )
         )
-    return out
+    return out, name_hash
+
+
+def _group_ids(names: list[str], dtypes: list[str]) -> tuple[np.ndarray, list[int]]:
+    """Each tensor's group number (by first appearance) and each group's first tensor, in Python
+    (the compiled loop in ``_columns.c`` gives the same)."""
+    templates, layers = templates_and_layers(names)
+    triples = list(zip(templates, dtypes, layers, strict=True))
+    keys = {k: i for i, k in enumerate(dict.fromkeys(triples))}
+    ids = np.fromiter(map(keys.__getitem__, triples), dtype=np.int64, count=len(triples))
+    _, first = np.unique(ids, return_index=True)
+    return ids, first.tolist()

@@ -12,7 +12,6 @@ import statistics
 from collections.abc import Iterator
 
 from seatrial.checkpoint.header import read_header
-from seatrial.checkpoint.index import index_fingerprints
 from seatrial.checkpoint.inventory import Inventory, text_config
 from seatrial.checkpoint.quant import precision
 from seatrial.checkpoint.report import AuditReport, Component, Finding
@@ -157,8 +156,7 @@ def _index(inv: Inventory, r: AuditReport) -> Iterator[Finding]:
             message=f"index total_size {r.index_total_size:,} differs from the headers' sum "
             f"{r.total_bytes:,} by {r.total_bytes - r.index_total_size:+,} bytes",
         )
-    wm = inv.files.weight_map
-    expected = index_fingerprints(wm)
+    wm, expected = inv.files.weight_map, inv.files.index_prints
     if not wm or all(expected.get(d.file) == (d.tensors, d.name_hash) for d in inv.shards):
         return
     stored: dict[str, str] = {}

@@ -15,20 +15,13 @@ from functools import cached_property
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
-from types import ModuleType
 from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
 
+from seatrial.checkpoint import native
 from seatrial.checkpoint.dtypes import DTYPE_BITS
-
-try:
-    from seatrial.checkpoint import _columns as _compiled
-
-    _C: ModuleType | None = _compiled
-except ImportError:  # installed without a C compiler: the Python loop
-    _C = None
 from seatrial.errors import CheckpointError
 
 MAX_HEADER_BYTES = 100_000_000
@@ -114,7 +107,7 @@ def _fast_columns(
     doc: dict[str, Any], data_bytes: int
 ) -> tuple[list[str], list[list[int]], np.ndarray, np.ndarray] | None:
     """Validate the whole header at once; None when anything is off (the slow path then names it)."""
-    extracted = _compiled_columns(doc) if _C is not None else _python_columns(doc)
+    extracted = _compiled_columns(doc) if native.COLUMNS is not None else _python_columns(doc)
     if extracted is None:
         return None
     dtypes, shapes, begins, ends, numel, bits = extracted
@@ -133,9 +126,9 @@ Columns = tuple[list[str], list[list[int]], np.ndarray, np.ndarray, np.ndarray, 
 
 
 def _compiled_columns(doc: dict[str, Any]) -> Columns | None:
-    assert _C is not None
+    assert native.COLUMNS is not None
     table = np.empty((4, len(doc)), dtype=np.int64)
-    got = _C.columns(doc, DTYPE_BITS, table)
+    got = native.COLUMNS.columns(doc, DTYPE_BITS, table)
     if got is None:
         return None
     return got[0], got[1], table[0], table[1], table[2], table[3]

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import orjson
 
+from seatrial.checkpoint import native
 from seatrial.checkpoint.paths import resolve_inside
 from seatrial.errors import CheckpointError
 
@@ -20,7 +21,8 @@ INDEX_NAME = "model.safetensors.index.json"
 
 
 class CheckpointFiles(NamedTuple):
-    """``shards`` are (name as written, real path); ``weight_map`` is empty without an index."""
+    """``shards`` are (name as written, real path); ``weight_map`` is empty without an index, and
+    ``index_prints`` is :func:`index_fingerprints` of it."""
 
     root: Path
     shards: list[tuple[str, Path]]
@@ -28,6 +30,7 @@ class CheckpointFiles(NamedTuple):
     index_total_size: int | None
     config: dict[str, Any]
     hf_quant_config: dict[str, Any]
+    index_prints: dict[str, tuple[int, int]]
 
 
 def read_json_file(path: Path) -> Any:
@@ -50,16 +53,26 @@ def _optional_object(root: Path, name: str) -> dict[str, Any]:
     return doc
 
 
-def _read_index(root: Path) -> tuple[dict[str, str], int | None]:
+def _read_index(root: Path) -> tuple[dict[str, str], int | None, dict[str, tuple[int, int]]]:
     path = resolve_inside(root, INDEX_NAME)
     doc = read_json_file(path)
     weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
-    if not isinstance(weight_map, dict) or not set(map(type, weight_map.values())) <= {str}:
+    prints = _checked_fingerprints(weight_map) if isinstance(weight_map, dict) else None
+    if weight_map is None or prints is None:
         raise CheckpointError(path, "weight_map must map tensor names to file names")
     total = (doc.get("metadata") or {}).get("total_size")
     if total is not None and (type(total) is not int or total < 0):
         raise CheckpointError(path, f"metadata.total_size must be a non-negative integer, got {total!r}")
-    return weight_map, total
+    return weight_map, total, prints
+
+
+def _checked_fingerprints(weight_map: dict[str, Any]) -> dict[str, tuple[int, int]] | None:
+    """:func:`index_fingerprints`, or None when a file name is not a string."""
+    if native.COLUMNS is not None:
+        return native.COLUMNS.fingerprints(weight_map)
+    if not set(map(type, weight_map.values())) <= {str}:
+        return None
+    return index_fingerprints(weight_map)
 
 
 def list_files(root: Path) -> CheckpointFiles:
@@ -68,9 +81,10 @@ def list_files(root: Path) -> CheckpointFiles:
         raise CheckpointError(root, "is not a directory")
     weight_map: dict[str, str] = {}
     total: int | None = None
+    prints: dict[str, tuple[int, int]] = {}
     if (root / INDEX_NAME).exists():
-        weight_map, total = _read_index(root)
-        names = sorted(set(weight_map.values()))
+        weight_map, total, prints = _read_index(root)
+        names = sorted(prints)
         referrer = root / INDEX_NAME
     else:
         names = sorted(p.name for p in root.glob("*.safetensors"))
@@ -83,7 +97,7 @@ def list_files(root: Path) -> CheckpointFiles:
             raise CheckpointError(root / name, "is named by the index but does not exist")
     config = _optional_object(root, "config.json")
     return CheckpointFiles(
-        root, shards, weight_map, total, config, _optional_object(root, "hf_quant_config.json")
+        root, shards, weight_map, total, config, _optional_object(root, "hf_quant_config.json"), prints
     )
 
 
@@ -91,7 +105,7 @@ def index_fingerprints(weight_map: dict[str, str]) -> dict[str, tuple[int, int]]
     """Per file the index names: (tensor count, ``names_hash`` of those tensor names).
 
     Equal to a shard digest's (tensors, name_hash) exactly when the index lists that shard's
-    tensors, up to a 64-bit hash collision.
+    tensors, up to a 64-bit hash collision. (The compiled ``_columns.fingerprints`` gives the same.)
     """
     if not weight_map:
         return {}
