@@ -8,6 +8,13 @@ rotating order for --reps rounds; each figure is the mean over rounds of that cl
 Prints the ratio seatrial / vLLM for median TTFT, median TPOT and output tok/s. Target: each ratio
 within 0.95-1.05, or a stated definition difference.
 
+The referee: the engine's own latency histograms (vllm:time_to_first_token_seconds,
+vllm:request_time_per_output_token_seconds), read before and after every run, give the engine's mean
+TTFT and TPOT over exactly that client's requests (its 2 warm-ups included). A second table prints
+them per client: where the engine's own figures differ between clients as the clients' figures do,
+the server itself ran at that speed for that client, and the clients measured it alike. A third
+prints each client's mean minus the engine's mean: the time each client adds to what the engine saw.
+
     .venv/bin/python benchmarks/bench_vs_vllm.py [--url URL] [--reps 2]
 """
 
@@ -19,11 +26,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
 
 from _engine import vllm_server
 
 from seatrial.server.engine import engine_python
+from seatrial.server.prom import parse_metrics
 
 VLLM_DRIVER = """
 import argparse, json, sys
@@ -32,7 +41,8 @@ parser = argparse.ArgumentParser()
 add_cli_args(parser)
 args = parser.parse_args(sys.argv[2:])
 result = main(args)
-keep = ("median_ttft_ms", "median_tpot_ms", "median_itl_ms", "output_throughput", "completed")
+keep = ("median_ttft_ms", "median_tpot_ms", "median_itl_ms", "output_throughput", "completed",
+        "mean_ttft_ms", "mean_tpot_ms")
 json.dump({k: result.get(k) for k in keep}, open(sys.argv[1], "w"))
 """
 
@@ -72,7 +82,13 @@ def run_vllm(url: str, tokenizer: Path, c: int, n: int, out: Path) -> dict[str, 
         [str(engine_python()), "-c", VLLM_DRIVER, str(out), *args], check=True, capture_output=True
     )
     r = json.loads(out.read_text())
-    return {"ttft": r["median_ttft_ms"], "tpot": r["median_tpot_ms"], "tok_s": r["output_throughput"]}
+    return {
+        "ttft": r["median_ttft_ms"],
+        "tpot": r["median_tpot_ms"],
+        "tok_s": r["output_throughput"],
+        "ttft_mean": r["mean_ttft_ms"],
+        "tpot_mean": r["mean_tpot_ms"],
+    }
 
 
 def run_seatrial(url: str, c: int, n: int, out: Path, extra: tuple[str, ...] = ()) -> dict[str, float]:
@@ -104,7 +120,13 @@ def run_seatrial(url: str, c: int, n: int, out: Path, extra: tuple[str, ...] = (
     ]
     subprocess.run(cmd, check=True, capture_output=True)
     lv = json.loads(out.read_text())["levels"][0]
-    return {"ttft": lv["ttft_ms"]["p50"], "tpot": lv["tpot_ms"]["p50"], "tok_s": lv["output_tok_s"]}
+    return {
+        "ttft": lv["ttft_ms"]["p50"],
+        "tpot": lv["tpot_ms"]["p50"],
+        "tok_s": lv["output_tok_s"],
+        "ttft_mean": lv["ttft_ms"]["mean"],
+        "tpot_mean": lv["tpot_ms"]["mean"],
+    }
 
 
 # nocu: --no-continuous-usage, as vLLM's client asks; user: also --stamps user, as vLLM's client times;
@@ -119,9 +141,22 @@ EXTRA = {
 
 
 def run_client(name: str, url: str, tokenizer: Path, c: int, n: int, path: Path) -> dict[str, float]:
+    """The client's figures, plus the engine's own means over the run (``engine_ttft``, ``engine_tpot``)."""
+    before = engine_histograms(url)
     if name == "vllm":
-        return run_vllm(url, tokenizer, c, n, path)
-    return run_seatrial(url, c, n, path, EXTRA[name])
+        out = run_vllm(url, tokenizer, c, n, path)
+    else:
+        out = run_seatrial(url, c, n, path, EXTRA[name])
+    after = engine_histograms(url)
+    for h in ("ttft", "tpot"):
+        count = after[f"{h}_count"] - before[f"{h}_count"]
+        out[f"engine_{h}"] = 1000 * (after[f"{h}_sum"] - before[f"{h}_sum"]) / count
+    return out
+
+
+def engine_histograms(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as resp:
+        return parse_metrics(resp.read().decode())
 
 
 def main() -> None:
@@ -140,7 +175,8 @@ def main() -> None:
         assert tokenizer is not None, "--tokenizer is needed with --url"
         head = "".join(f" {name.replace('seatrial-', 's-'):>9} {'ratio':>6}" for name in clients[1:])
         print(f"{'C':>3} {'metric':<6} {'vllm':>9}{head}")
-        for c in [int(x) for x in opts.levels.split(",")]:
+        levels, tables = [int(x) for x in opts.levels.split(",")], []
+        for c in levels:
             n = max(32, 8 * c)
             runs: dict[str, list[dict[str, float]]] = {name: [] for name in clients}
             for rep in range(opts.reps):  # rotate the order each round: slow drifts of the machine cancel
@@ -150,9 +186,30 @@ def main() -> None:
                         run_client(name, url, tokenizer, c, n, Path(tmp) / f"{name}{c}-{rep}.json")
                     )
             for metric in ("ttft", "tpot", "tok_s"):
-                v, *others = (statistics.fmean(r[metric] for r in runs[name]) for name in clients)
-                cells = "".join(f" {x:>9.2f} {x / v:>6.3f}" for x in others)
-                print(f"{c:>3} {metric:<6} {v:>9.2f}{cells}", flush=True)
+                print_row(c, metric, [statistics.fmean(r[metric] for r in runs[name]) for name in clients])
+            tables.append(runs)
+        print("\nthe engine's own mean (its histograms, over each client's run):")
+        for c, runs in zip(levels, tables, strict=True):
+            for h in ("ttft", "tpot"):
+                print_row(
+                    c, f"e_{h}", [statistics.fmean(r[f"engine_{h}"] for r in runs[name]) for name in clients]
+                )
+        print("\nclient mean - engine mean, ms (what each client adds to what the engine saw):")
+        for c, runs in zip(levels, tables, strict=True):
+            for h in ("ttft", "tpot"):
+                added = [
+                    statistics.fmean(r[f"{h}_mean"] - r[f"engine_{h}"] for r in runs[name])
+                    for name in clients
+                ]
+                cells = "".join(f" {x:>9.2f} {'':>6}" for x in added[1:])
+                print(f"{c:>3} {'+' + h:<6} {added[0]:>9.2f}{cells}", flush=True)
+
+
+def print_row(c: int, metric: str, values: list[float]) -> None:
+    """vLLM's value, then each seatrial variant's with its ratio to vLLM's."""
+    v, *others = values
+    cells = "".join(f" {x:>9.2f} {x / v:>6.3f}" for x in others)
+    print(f"{c:>3} {metric:<6} {v:>9.2f}{cells}", flush=True)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,12 @@ def test_bench_c1_c4_complete_run_folder(vllm_server: LocalEngine, tmp_path: Pat
         assert (
             0 <= srv["running_max"] <= lv["concurrency"] and srv["waiting_max"] == 0 and srv["samples"] >= 3
         )
+        # the engine's own latency histograms cover exactly the measured requests (and their tokens)
+        assert srv["ttft_count"] == srv["e2e_count"] == srv["tpot_count"] == 16
+        assert srv["itl_count"] == 16 * 31
+        # the engine sees less than the client: its clock stops before the HTTP stream leaves the server
+        assert 0 < srv["ttft_ms_mean"] <= lv["ttft_ms"]["mean"] and 0 < srv["e2e_ms_mean"] <= lv["e2e_ms"]["mean"]
+    assert "client / engine" in result.output
     scrapes = read_jsonl(out / "server_metrics.jsonl")
     assert {s["level"] for s in scrapes} == {0, 1} and all("kv_cache_usage" in s for s in scrapes)
     run = (out / "run.json").read_text()

@@ -85,3 +85,38 @@ def test_summary_takes_gauge_maxima_and_counter_deltas() -> None:
     s = summarize(samples)
     assert s["running_max"] == 4.0 and s["prefix_cache_hits"] == 45.0
     assert s["waiting_max"] is None and s["preemptions"] is None and s["samples"] == 3
+
+
+def _histograms_body() -> str:
+    """Latency histograms written by prometheus_client itself, in vLLM's names, over two engines;
+    plus the deprecated TPOT alias, which must not be counted twice."""
+    from prometheus_client import CollectorRegistry, Histogram, generate_latest
+
+    registry = CollectorRegistry()
+    ttft = Histogram("vllm:time_to_first_token_seconds", "t", ["engine"], registry=registry)
+    itl = Histogram("vllm:inter_token_latency_seconds", "i", ["engine"], registry=registry)
+    alias = Histogram("vllm:time_per_output_token_seconds", "a", ["engine"], registry=registry)
+    for engine, seconds in (("0", 0.010), ("0", 0.030), ("1", 0.020)):
+        ttft.labels(engine).observe(seconds)
+        itl.labels(engine).observe(seconds / 10)
+        alias.labels(engine).observe(99.0)
+    return generate_latest(registry).decode()
+
+
+def test_latency_histograms_keep_sum_and_count_of_the_preferred_name() -> None:
+    v = parse_metrics(_histograms_body())
+    assert v["ttft_count"] == 3 and abs(v["ttft_sum"] - 0.060) < 1e-9
+    assert v["itl_count"] == 3 and abs(v["itl_sum"] - 0.006) < 1e-9  # not the alias's 99 s
+    assert "e2e_sum" not in v and "tpot_count" not in v
+
+
+def test_summary_gives_the_engine_mean_latency_over_the_window() -> None:
+    samples = [
+        Sample(0.0, {"ttft_sum": 1.0, "ttft_count": 10.0}),
+        Sample(1.0, {"ttft_sum": 1.5, "ttft_count": 14.0}),
+        Sample(2.0, {"ttft_sum": 2.2, "ttft_count": 20.0}),
+    ]
+    s = summarize(samples)
+    assert s["ttft_count"] == 10 and abs(s["ttft_ms_mean"] - 120.0) < 1e-9
+    assert "itl_ms_mean" not in s
+    assert "ttft_ms_mean" not in summarize(samples[:1])  # no window

@@ -10,7 +10,7 @@ import typer
 from pydantic import ValidationError
 
 from seatrial.cli.common import console, emit_json, out, parse_int_list
-from seatrial.cli.progress import LiveProgress, levels_table
+from seatrial.cli.progress import LiveProgress, engine_view_table, levels_table
 from seatrial.errors import ConfigError, RunInterrupted
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
@@ -119,6 +119,8 @@ def bench(
     )
     summary = run_bench_cli(cfg, out_dir)
     out.print(levels_table(summary["levels"]))
+    if (engine := engine_view_table(summary["levels"])) is not None:
+        out.print(engine)
     emit_json(json_path, summary)
     if not summary["valid"] and not allow_invalid:
         raise typer.Exit(INVALID_EXIT)

@@ -112,3 +112,36 @@ def levels_table(levels: list[dict[str, Any]]) -> Table:
             "[green]yes[/]" if lv["valid"] else "[red]NO[/]",
         )
     return table
+
+
+_ENGINE_VIEW = (
+    ("TTFT", "ttft_ms", "ttft"),
+    ("TPOT", "tpot_ms", "tpot"),
+    ("ITL", "itl_ms", "itl"),
+    ("E2E", "e2e_ms", "e2e"),
+)
+
+
+def engine_view_table(levels: list[dict[str, Any]]) -> Table | None:
+    """Client-measured mean latencies beside the engine's own (its histograms over the same window):
+    the difference is time spent outside the engine (API server, network, client). None when the
+    engine exports no latency histograms."""
+    shown = [
+        (name, key, h)
+        for name, key, h in _ENGINE_VIEW
+        if any(f"{h}_ms_mean" in lv["server"] for lv in levels)
+    ]
+    if not shown:
+        return None
+    table = Table(title="Mean latency (ms): client / engine's own histograms", title_justify="left")
+    table.add_column("level")
+    for name, _, _ in shown:
+        table.add_column(f"{name} client / engine", justify="right")
+    table.add_column("engine requests", justify="right")
+    for lv in levels:
+        srv = lv["server"]
+        cells = [f"{_num(lv[key].get('mean'))} / {_num(srv.get(f'{h}_ms_mean'))}" for _, key, h in shown]
+        counts = {srv.get(f"{h}_count") for _, _, h in shown} - {None}
+        label = f"C={lv['concurrency']}" if lv.get("rate") is None else f"{lv['rate']:g}/s"
+        table.add_row(label, *cells, "/".join(str(c) for c in sorted(counts)) or "-")
+    return table

@@ -3,6 +3,9 @@
 Canonical gauges: ``running``, ``waiting``, ``kv_cache_usage`` (0..1).
 Canonical counters: ``prefix_cache_queries``, ``prefix_cache_hits`` (tokens), ``preemptions``,
 ``prompt_tokens``, ``generation_tokens``, ``kv_offload_bytes`` where the engine has it.
+Canonical latency histograms (seconds; their ``_sum`` and ``_count`` as ``<name>_sum``, ``<name>_count``):
+``ttft``, ``itl`` (between output tokens), ``tpot`` (per request), ``e2e``, ``queue``: the engine's own
+view of the requests it finished, for comparison with what the client measured.
 Values of one name are summed over label sets (engines, ranks); ``_total`` suffixes are ignored.
 """
 
@@ -39,25 +42,44 @@ NAMES: dict[str, str] = {
     "llamacpp:prompt_tokens": "prompt_tokens",
     "llamacpp:tokens_predicted": "generation_tokens",
 }
+# Latency histograms: canonical name -> engine names, the first one present wins (aliases of one metric).
+HISTOGRAMS: dict[str, tuple[str, ...]] = {
+    "ttft": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
+    "itl": (
+        "vllm:inter_token_latency_seconds",
+        "vllm:time_per_output_token_seconds",  # vLLM v0 and early v1
+        "sglang:inter_token_latency_seconds",
+    ),
+    "tpot": ("vllm:request_time_per_output_token_seconds",),
+    "e2e": ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"),
+    "queue": ("vllm:request_queue_time_seconds", "sglang:queue_time_seconds"),
+}
+_HISTOGRAM_NAMES = {name for names in HISTOGRAMS.values() for name in names}
+
 # SGLang counts prefix-cache queries as prompt tokens; only used when no engine-native queries exist.
 QUERY_FALLBACK = {"sglang:prompt_tokens": "prefix_cache_queries"}
 
 
-_PREFIXES = tuple(NAMES) + tuple(QUERY_FALLBACK)
+_PREFIXES = tuple(NAMES) + tuple(QUERY_FALLBACK) + tuple(_HISTOGRAM_NAMES)
 
 
 def relevant_lines(text: str) -> str:
-    """Only the sample lines of metrics we read. vLLM's /metrics is ~50 KB of histograms; parsing it
-    all takes ~17 ms, which would stall the load client's event loop and corrupt its ITL."""
-    return "\n".join(line for line in text.splitlines() if line.startswith(_PREFIXES)) + "\n"
+    """Only the sample lines of metrics we read (of histograms: sum and count, no buckets). vLLM's
+    /metrics is ~50 KB of histograms; parsing it all takes ~17 ms, which would stall the load client's
+    event loop and corrupt its ITL."""
+    keep = (line for line in text.splitlines() if line.startswith(_PREFIXES) and "_bucket" not in line)
+    return "\n".join(keep) + "\n"
 
 
 def parse_metrics(text: str) -> dict[str, float]:
     """Canonical values from one ``/metrics`` body; names the engine does not expose are absent."""
     values: dict[str, float] = {}
     fallback: dict[str, float] = {}
+    histograms: dict[str, float] = {}
     for family in text_string_to_metric_families(relevant_lines(text)):
         for sample in family.samples:
+            if sample.name.removesuffix("_count").removesuffix("_sum") in _HISTOGRAM_NAMES:
+                histograms[sample.name] = histograms.get(sample.name, 0.0) + float(sample.value)
             if sample.name.endswith(("_created", "_bucket", "_count", "_sum")):
                 continue
             base = sample.name.removesuffix("_total")
@@ -69,4 +91,9 @@ def parse_metrics(text: str) -> dict[str, float]:
                 fallback[key] = fallback.get(key, 0.0) + float(sample.value)
     for key, value in fallback.items():
         values.setdefault(key, value)
+    for canonical, names in HISTOGRAMS.items():
+        found = next((n for n in names if f"{n}_count" in histograms and f"{n}_sum" in histograms), None)
+        if found is not None:
+            values[f"{canonical}_sum"] = histograms[f"{found}_sum"]
+            values[f"{canonical}_count"] = histograms[f"{found}_count"]
     return values

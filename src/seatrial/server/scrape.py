@@ -11,7 +11,7 @@ from typing import Any
 
 import aiohttp
 
-from seatrial.server.prom import COUNTERS, GAUGES, parse_metrics
+from seatrial.server.prom import COUNTERS, GAUGES, HISTOGRAMS, parse_metrics
 
 
 @dataclass
@@ -69,7 +69,9 @@ class Scraper:
 
 
 def summarize(samples: list[Sample], failures: int = 0) -> dict[str, Any]:
-    """Per-level server view: maxima of gauges, deltas of counters (None where the engine lacks them)."""
+    """Per-level server view: maxima of gauges, deltas of counters (None where the engine lacks them),
+    and the engine's own mean latencies over the requests it finished between the first and last
+    sample (``<h>_ms_mean`` over ``<h>_count`` observations; absent where it has no such histogram)."""
     out: dict[str, Any] = {"samples": len(samples), "scrape_failures": failures}
     for g in GAUGES:
         vals = [s.values[g] for s in samples if g in s.values]
@@ -77,4 +79,10 @@ def summarize(samples: list[Sample], failures: int = 0) -> dict[str, Any]:
     for c in COUNTERS:
         vals = [s.values[c] for s in samples if c in s.values]
         out[c] = (vals[-1] - vals[0]) if len(vals) >= 2 else None
+    for h in HISTOGRAMS:
+        both = [s.values for s in samples if f"{h}_sum" in s.values and f"{h}_count" in s.values]
+        count = both[-1][f"{h}_count"] - both[0][f"{h}_count"] if len(both) >= 2 else 0
+        if count > 0:
+            out[f"{h}_ms_mean"] = 1000 * (both[-1][f"{h}_sum"] - both[0][f"{h}_sum"]) / count
+            out[f"{h}_count"] = int(count)
     return out
