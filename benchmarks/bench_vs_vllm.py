@@ -187,6 +187,11 @@ def main() -> None:
                     )
             for metric in ("ttft", "tpot", "tok_s"):
                 print_row(c, metric, [statistics.fmean(r[metric] for r in runs[name]) for name in clients])
+            for metric in ("ttft", "engine_ttft", "tpot", "engine_tpot"):  # outliers stand out here
+                rounds = "  ".join(
+                    f"{name}: " + " ".join(f"{r[metric]:.1f}" for r in runs[name]) for name in clients
+                )
+                print(f"#  rounds {metric:<11} {rounds}", flush=True)
             tables.append(runs)
         print("\nthe engine's own mean (its histograms, over each client's run):")
         for c, runs in zip(levels, tables, strict=True):

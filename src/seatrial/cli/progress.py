@@ -61,6 +61,8 @@ class LiveProgress:
         if not summary["valid"]:
             for reason in summary["invalid_reasons"]:
                 console.print(f"  [red]INVALID[/] {reason}", highlight=False)
+        if note := summary.get("client_timing", {}).get("note"):
+            console.print(f"  [yellow]note[/] {note}", highlight=False)
 
 
 def _ms(dist: dict[str, Any], key: str) -> str:

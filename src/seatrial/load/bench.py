@@ -13,6 +13,7 @@ import numpy as np
 from seatrial.errors import ServerError
 from seatrial.load.client import Endpoint, send
 from seatrial.load.config import BenchConfig
+from seatrial.load.looplag import LoopLag
 from seatrial.load.metrics import client_timing, level_metrics
 from seatrial.load.records import RequestRecord
 from seatrial.load.scheduler import Delivery, LevelPlan, run_level
@@ -128,11 +129,14 @@ async def measure_level(
     scraper = Scraper(s.http, s.metrics_url, load.scrape_interval_s, on_sample)
     progress.level_start(label, len(specs))
     await scraper.start()
+    lag = LoopLag()
     try:
-        records, delivery = await run_level(specs, plan, "measure", f"L{index}", sender, keep)
+        async with lag.watching():
+            records, delivery = await run_level(specs, plan, "measure", f"L{index}", sender, keep)
     finally:
         await scraper.stop()
-    summary = level_summary(records, delivery, cfg, plan, summarize(scraper.samples, scraper.failures))
+    server = summarize(scraper.samples, scraper.failures)
+    summary = level_summary(records, delivery, cfg, plan, server, lag.summary())
     progress.level_end(summary)
     return LevelOutcome(summary, records)
 
@@ -143,7 +147,10 @@ def level_summary(
     cfg: BenchConfig,
     plan: LevelPlan,
     server: dict[str, Any],
+    loop_lag: dict[str, float | None] | None = None,
 ) -> dict[str, Any]:
+    """The level's metrics, server view, client self-checks (``loop_lag``: :class:`LoopLag` summary)
+    and validity."""
     reasons = invalid_reasons(records, delivery, cfg.load, plan.concurrency, plan.rate is None)
     lags = [r.lag_ms for r in records]
     return {
@@ -156,7 +163,7 @@ def level_summary(
             "dispatch_window_s": delivery.window_s,
             "lag_ms_p99": float(np.percentile(lags, 99)) if lags else None,
         },
-        "client_timing": client_timing(records),
+        "client_timing": client_timing(records, loop_lag or {}, cfg.load.max_lag_ms),
         "prompt_token_mismatches": prompt_mismatches(records),
         "valid": not reasons,
         "invalid_reasons": reasons,

@@ -85,13 +85,17 @@ MERGED_NOTE_SHARE = 0.05
 """Above this share of token events arriving merged, ``client_timing`` carries a ``note``."""
 
 
-def client_timing(records: list[RequestRecord]) -> dict[str, Any]:
+def client_timing(
+    records: list[RequestRecord], loop_lag: dict[str, float | None] | None = None, max_lag_ms: float = 50.0
+) -> dict[str, Any]:
     """How this level's chunk times were taken, and how far behind the client ran.
 
     Events merged into one read share its time. That is exact when the server wrote them together
     (a starved API server flushing several outputs) and not when the client was a whole gap behind
     the stream. ``read_lag_ms_p99`` is how long the newest bytes of a read waited for the client
     (p99 over requests of each one's longest wait): a lower bound of how far behind it ran.
+    ``loop_lag`` (``loop_lag_ms_p99``, ``loop_lag_ms_max``: how late the event loop woke) catches a
+    stalled client even when the kernel merged what it held back; above ``max_lag_ms`` it adds a note.
     """
     ok = [r for r in records if r.ok]
     sources = sorted({r.stamps for r in ok if r.stamps})
@@ -102,10 +106,21 @@ def client_timing(records: list[RequestRecord]) -> dict[str, Any]:
         "read_lag_ms_p99": float(np.percentile(lags, 99)) if lags else None,
         "merged_events": merged,
     }
+    out.update(loop_lag or {})
+    notes = []
+    stalled = out.get("loop_lag_ms_p99")
+    if stalled is not None and stalled > max_lag_ms:
+        notes.append(
+            f"the client stalled: its event loop woke {stalled:.0f} ms late at p99 (> {max_lag_ms:.0f} ms), so "
+            "tokens waited unread and TTFT, ITL and E2E include that wait; the host starved the client of "
+            "CPU (on small hosts, a /metrics render by vLLM can: see docs/metrics.md)"
+        )
     if chunks and merged / chunks > MERGED_NOTE_SHARE:
-        out["note"] = (
+        notes.append(
             f"{merged} of {chunks} token events arrived merged with a later one ({merged / chunks:.1%}): "
             "their gaps are exact only if the server sent them together; if the client fell behind "
             "(read_lag_ms_p99 near the ITL), lower the concurrency or give the client more CPU"
         )
+    if notes:
+        out["note"] = "; ".join(notes)
     return out

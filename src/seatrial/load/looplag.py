@@ -1,0 +1,43 @@
+"""How late the client's event loop ran: a ticker asks to wake every few milliseconds and records by
+how much each wake-up was late. A late loop reads late, so a long stall shows which side held tokens
+back when a whole stream arrives at once: the client (a high loop lag) or the server (none)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+import numpy as np
+
+TICK_S = 0.005
+
+
+class LoopLag:
+    """Lateness of each tick, in ms, while :meth:`watching` is active."""
+
+    def __init__(self) -> None:
+        self.late_ms: list[float] = []
+
+    @contextlib.asynccontextmanager
+    async def watching(self) -> AsyncIterator[LoopLag]:
+        task = asyncio.create_task(self._tick())
+        try:
+            yield self
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _tick(self) -> None:
+        while True:
+            start = time.perf_counter()
+            await asyncio.sleep(TICK_S)
+            self.late_ms.append(max(0.0, (time.perf_counter() - start - TICK_S) * 1000))
+
+    def summary(self) -> dict[str, float | None]:
+        if not self.late_ms:
+            return {"loop_lag_ms_p99": None, "loop_lag_ms_max": None}
+        late = np.asarray(self.late_ms)
+        return {"loop_lag_ms_p99": float(np.percentile(late, 99)), "loop_lag_ms_max": float(late.max())}

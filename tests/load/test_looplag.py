@@ -1,0 +1,35 @@
+"""The event-loop lateness self-check: a stalled client is seen and said, a free one is not flagged."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from seatrial.load.looplag import TICK_S, LoopLag
+from seatrial.load.metrics import client_timing
+
+
+async def _watch(block_s: float) -> dict[str, float | None]:
+    lag = LoopLag()
+    async with lag.watching():
+        await asyncio.sleep(0.05)
+        time.sleep(block_s)  # a synchronous stall of the loop, as a starved process sees one
+        await asyncio.sleep(0.05)
+    return lag.summary()
+
+
+def test_a_blocked_loop_shows_as_lateness_of_at_least_the_block() -> None:
+    summary = asyncio.run(_watch(0.3))
+    # the tick that spans the block wakes at least the block minus one tick late
+    assert summary["loop_lag_ms_max"] is not None and summary["loop_lag_ms_max"] >= 300 - TICK_S * 1000
+
+
+def test_no_ticks_no_figures() -> None:
+    assert LoopLag().summary() == {"loop_lag_ms_p99": None, "loop_lag_ms_max": None}
+
+
+def test_a_stall_above_the_lag_limit_adds_a_note_and_keeps_the_figures() -> None:
+    stalled = client_timing([], {"loop_lag_ms_p99": 240.0, "loop_lag_ms_max": 330.0}, max_lag_ms=50)
+    assert stalled["loop_lag_ms_p99"] == 240.0 and "the client stalled" in stalled["note"]
+    calm = client_timing([], {"loop_lag_ms_p99": 2.0, "loop_lag_ms_max": 9.0}, max_lag_ms=50)
+    assert "note" not in calm and calm["loop_lag_ms_max"] == 9.0
