@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from _engine import vllm_server
 
 from seatrial.server.engine import engine_python
 from seatrial.server.prom import parse_metrics
+from seatrial.server.scrape import Sample, summarize
 
 VLLM_DRIVER = """
 import argparse, json, sys
@@ -142,21 +144,19 @@ EXTRA = {
 
 def run_client(name: str, url: str, tokenizer: Path, c: int, n: int, path: Path) -> dict[str, float]:
     """The client's figures, plus the engine's own means over the run (``engine_ttft``, ``engine_tpot``)."""
-    before = engine_histograms(url)
+    before = engine_sample(url)
     if name == "vllm":
         out = run_vllm(url, tokenizer, c, n, path)
     else:
         out = run_seatrial(url, c, n, path, EXTRA[name])
-    after = engine_histograms(url)
-    for h in ("ttft", "tpot"):
-        count = after[f"{h}_count"] - before[f"{h}_count"]
-        out[f"engine_{h}"] = 1000 * (after[f"{h}_sum"] - before[f"{h}_sum"]) / count
+    engine = summarize([before, engine_sample(url)])  # the same means seatrial bench joins per level
+    out.update(engine_ttft=engine["ttft_ms_mean"], engine_tpot=engine["tpot_ms_mean"])
     return out
 
 
-def engine_histograms(url: str) -> dict[str, float]:
+def engine_sample(url: str) -> Sample:
     with urllib.request.urlopen(f"{url}/metrics", timeout=10) as resp:
-        return parse_metrics(resp.read().decode())
+        return Sample(time.time(), parse_metrics(resp.read().decode()))
 
 
 def main() -> None:

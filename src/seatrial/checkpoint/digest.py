@@ -88,15 +88,14 @@ def raw_groups(h: ShardHeader) -> tuple[list[RawGroup], int]:
         name_hash = names_hash(h.names)
     nbytes = np.bincount(ids, weights=h.nbytes, minlength=len(first))
     counts = np.bincount(ids, minlength=len(first))
+    templates, layers = templates_and_layers([h.names[i] for i in first])
     out: list[RawGroup] = []
     for gid, i in enumerate(first):
-        name = h.names[i]
-        template = name.encode().translate(_DIGITS).decode()
-        layer = name[_layer_span(template)]
+        layer = layers[gid]
         out.append(
             (
-                template,
-                name,
+                templates[gid],
+                h.names[i],
                 tuple(h.shapes[i]),
                 h.dtypes[i],
                 int(layer) if layer.isdigit() else None,

@@ -74,6 +74,10 @@ def _num(v: Any, fmt: str = "{:,.1f}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
+def _label(lv: dict[str, Any]) -> str:
+    return f"C={lv['concurrency']}" if lv.get("rate") is None else f"{lv['rate']:g}/s"
+
+
 def levels_table(levels: list[dict[str, Any]]) -> Table:
     table = Table(title="seatrial bench", header_style="bold")
     cols = [
@@ -95,10 +99,9 @@ def levels_table(levels: list[dict[str, Any]]) -> Table:
     for col in cols:
         table.add_column(col, justify="right")
     for lv in levels:
-        label = f"C={lv['concurrency']}" if lv.get("rate") is None else f"{lv['rate']:g}/s"
         srv = lv["server"]
         table.add_row(
-            label,
+            _label(lv),
             str(lv["requests_ok"]),
             str(lv["requests_failed"]),
             _num(lv["output_tok_s"]),
@@ -144,6 +147,5 @@ def engine_view_table(levels: list[dict[str, Any]]) -> Table | None:
         srv = lv["server"]
         cells = [f"{_num(lv[key].get('mean'))} / {_num(srv.get(f'{h}_ms_mean'))}" for _, key, h in shown]
         counts = {srv.get(f"{h}_count") for _, _, h in shown} - {None}
-        label = f"C={lv['concurrency']}" if lv.get("rate") is None else f"{lv['rate']:g}/s"
-        table.add_row(label, *cells, "/".join(str(c) for c in sorted(counts)) or "-")
+        table.add_row(_label(lv), *cells, "/".join(str(c) for c in sorted(counts)) or "-")
     return table

@@ -120,8 +120,9 @@ static void measured_row(const uint8_t *table, const float *w_of, const float *d
 /* quantize16(lut, src, dst, values, deq, cols, first, stride) -> (nan, live, zero, elements, flushed,
  *                                                                 signal_sq, noise_sq, cos_sum, cos_min)
  * A (rows x cols) block of 16-bit patterns src becomes its FP8 codes dst = lut[src]; nan says whether a
- * code is E4M3FN NaN (0x7F or 0xFF). Rows first, first + stride, ... are also measured (none if stride is 0): values holds
- * the float32 value of every pattern (65536), deq the float32 dequantized value of every code (256);
+ * code is E4M3FN NaN (0x7F or 0xFF). Rows first, first + stride, ... are also measured (none when stride
+ * is 0): values holds the float32 value of every pattern (65536), deq the float32 dequantized value of
+ * every code (256);
  * per row, sums (float32 lanes, then double) of <w,d>, |w|^2, |d|^2 and |w-d|^2. cos_min is +inf when
  * no row is live. */
 static PyObject *quantize16(PyObject *self, PyObject *args) {

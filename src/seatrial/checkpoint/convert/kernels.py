@@ -54,6 +54,7 @@ class Measure(NamedTuple):
 
 
 _NONE = np.empty(0, dtype=np.float32)
+_NO_SUMS = RowSums(0, 0, 0, 0, 0.0, 0.0, 0.0, float("inf"))
 
 
 def quantize_rows(
@@ -81,7 +82,7 @@ def quantize_rows(
 def merge(parts: list[RowSums]) -> RowSums:
     """The sums of several blocks as one."""
     if not parts:
-        return RowSums(0, 0, 0, 0, 0.0, 0.0, 0.0, float("inf"))
+        return _NO_SUMS
     *sums, minima = zip(*parts, strict=True)
     return RowSums._make([*(sum(c) for c in sums), min(minima)])
 
@@ -107,7 +108,7 @@ def max_magnitude16(raw: np.ndarray) -> int:
 def sums_f32(src: np.ndarray, deq: np.ndarray) -> RowSums:
     """Row sums of 2-D float32 source values and their dequantized values, in numpy."""
     if src.size == 0:
-        return RowSums(0, 0, 0, 0, 0.0, 0.0, 0.0, float("inf"))
+        return _NO_SUMS
     dot = np.einsum("ij,ij->i", src, deq).astype(np.float64)
     src_sq = np.einsum("ij,ij->i", src, src).astype(np.float64)
     deq_sq = np.einsum("ij,ij->i", deq, deq).astype(np.float64)

@@ -78,10 +78,14 @@ def quantize_f32(values: np.ndarray, scale: float) -> np.ndarray:
     return scaled.astype(_FP8).view(np.uint8)
 
 
+def pattern_values(dtype: str) -> np.ndarray:
+    """float32 value of each of the 65,536 patterns of a 16-bit ``dtype``, indexed by pattern."""
+    return to_float32(np.arange(1 << 16, dtype=np.uint32).astype(np.uint16), dtype)
+
+
 def fp8_lut(dtype: str, scale: float) -> np.ndarray:
     """Lookup table code[pattern] for every 16-bit pattern of ``dtype``: ``quantize_f32`` applied once."""
-    patterns = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
-    return quantize_f32(to_float32(patterns, dtype), scale)
+    return quantize_f32(pattern_values(dtype), scale)
 
 
 def dequant_lut(scale: float) -> np.ndarray:

@@ -15,6 +15,7 @@ from seatrial.checkpoint.convert.scale import (
     Quantized,
     dequant_lut,
     fp8_lut,
+    pattern_values,
     restore_bf16,
     start_quantize,
     to_float32,
@@ -38,12 +39,10 @@ class TableWriter:
 
     def __init__(self, record: TableRecord, row_stride: int, chunk_bytes: int) -> None:
         self.record = record
-        self.row_stride = row_stride
         self.chunk_bytes = chunk_bytes
-        wide = record.source_dtype == "F32"
+        wide = record.source_dtype == "F32"  # no lookup table: quantized and measured in float32
         self.lut = None if wide else fp8_lut(record.source_dtype, record.scale)
-        patterns = np.arange(0 if wide else 1 << 16, dtype=np.uint16)
-        values = to_float32(patterns, "BF16" if wide else record.source_dtype)
+        values = np.empty(0, np.float32) if wide else pattern_values(record.source_dtype)
         self.measure = Measure(values, dequant_lut(record.scale), 0, row_stride)
         self._codes = [np.empty(0, dtype=np.uint8) for _ in range(3)]
         self._turn = 0
