@@ -8,6 +8,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -57,10 +58,19 @@ def test_a_late_read_is_stamped_with_the_arrival_of_its_newest_bytes() -> None:
 
 
 @contextlib.contextmanager
-def _server(itl_ms: int) -> Iterator[str]:
+def _server(itl_ms: int, ttft_ms: int = 5) -> Iterator[str]:
     """The synthetic server in its own process, so its send stamps never wait for the client's GIL."""
     port = free_port()
-    cmd = ["-m", "seatrial.server.synthetic", "--port", str(port), "--itl-ms", str(itl_ms), "--ttft-ms", "5"]
+    cmd = [
+        "-m",
+        "seatrial.server.synthetic",
+        "--port",
+        str(port),
+        "--itl-ms",
+        str(itl_ms),
+        "--ttft-ms",
+        str(ttft_ms),
+    ]
     proc = subprocess.Popen([sys.executable, *cmd])
     url = f"http://127.0.0.1:{port}"
     try:
@@ -145,3 +155,75 @@ def test_a_client_a_whole_gap_behind_is_flagged() -> None:
     assert timing["note"].startswith(
         f"{merged} of {sum(r.chunks for r in records)} token events arrived merged"
     )
+
+
+def test_a_response_that_came_while_the_client_was_stalled_is_timed_by_its_own_read() -> None:
+    """Headers at once, then every token while the client's loop was blocked: the tokens share the
+    arrival of the read that brought them (not the earlier headers' read), and are flagged merged."""
+
+    async def run(url: str) -> RequestRecord:
+        async def hog() -> None:
+            await asyncio.sleep(0.03)  # the request and its headers have gone through
+            time.sleep(0.5)  # the tokens (150 ms TTFT, 2 ms apart) all arrive meanwhile
+
+        ep = Endpoint(url, "synthetic", "completions", {})
+        async with new_http(60, 30) as http:
+            task = asyncio.create_task(hog())
+            rec = await send(
+                http, ep, RequestSpec(prompt="w1 w2", output_len=8), RequestRecord("s", "measure", 1)
+            )
+            await task
+        return rec
+
+    with _server(itl_ms=2, ttft_ms=150) as url:
+        rec = asyncio.run(run(url))
+        first_sent = _stamps(url)["s"][0]
+    assert rec.ok and rec.stamps == "kernel" and rec.chunks == 8
+    assert rec.ttft_ms is not None and rec.ttft_ms >= 150  # the headers came within a few ms
+    assert rec.merged_events == 7 and rec.itl_ms == [0.0] * 7
+    assert rec.send_ns + rec.ttft_ms * 1e6 >= first_sent
+
+
+def _whole_response_server(delay_s: float) -> tuple[str, socket.socket]:
+    """A server that answers each request after ``delay_s`` with headers and the whole stream in one send."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    events = (
+        b"".join(
+            b'data: {"id":"w","choices":[{"index":0,"text":" t","finish_reason":null}]}\n\n' for _ in range(5)
+        )
+        + b"data: [DONE]\n\n"
+    )
+    body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(events), events)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = listener.accept()
+            with conn:
+                while b"\r\n\r\n" not in conn.recv(65536):
+                    pass
+                time.sleep(delay_s)
+                conn.sendall(head + body)
+                time.sleep(1)
+
+    threading.Thread(target=serve, daemon=True).start()
+    host, port = listener.getsockname()
+    return f"http://{host}:{port}", listener
+
+
+def test_a_response_that_arrived_whole_keeps_its_kernel_stamp() -> None:
+    """aiohttp releases the connection before the client reads a body that arrived whole; the stamp
+    still comes from the kernel, and the merged tokens are flagged."""
+    url, listener = _whole_response_server(0.1)
+
+    async def run() -> RequestRecord:
+        ep = Endpoint(url, "m", "completions", {})
+        async with new_http(60, 30) as http:
+            return await send(
+                http, ep, RequestSpec(prompt="p", output_len=5), RequestRecord("w", "measure", 1)
+            )
+
+    with listener:
+        rec = asyncio.run(run())
+    assert rec.ok and rec.stamps == "kernel" and rec.chunks == 5
+    assert rec.merged_events == 4 and rec.ttft_ms is not None and rec.ttft_ms >= 100

@@ -118,7 +118,7 @@ async def send(
                 body = (await resp.read())[:300].decode(errors="replace")
                 rec.error = f"HTTP {resp.status}: {body}"
                 return rec
-            sock = socket_of(resp.connection.transport if resp.connection else None)
+            sock = socket_of(_transport(resp))
             rec.stamps = "kernel" if sock is not None and sock.kernel else "user"
             done = await _consume(resp, timing, sock)
             timing.finish(timing.done_ns or time.perf_counter_ns())
@@ -147,7 +147,11 @@ async def _consume(resp: aiohttp.ClientResponse, timing: _Timing, sock: StampedS
     the reads arrived merged in one read (the client was a whole gap behind) and share its time.
     """
     buf = b""
-    reads = sock.take()[-1:] if sock is not None else []  # the read that brought the headers
+    # The newest read so far, if body bytes came with it (with the headers, or while the client was
+    # late): a read that brought only the headers times no event.
+    reads = sock.take()[-1:] if sock is not None and resp.content.total_bytes else []
+    if sock is not None and not reads:
+        sock.take()
     async for data in resp.content.iter_any():
         now = time.perf_counter_ns()
         if sock is not None:
@@ -155,16 +159,34 @@ async def _consume(resp: aiohttp.ClientResponse, timing: _Timing, sock: StampedS
         buf += data
         *lines, buf = buf.split(b"\n")
         events = [line for line in lines if len(line) >= 6]  # not the blank line after each event
-        in_first_read = 0  # token events timed by reads[0]: all but the last of them arrived merged
-        for k, line in enumerate(events):
-            i = len(reads) - len(events) + k
-            at = reads[max(i, 0)] if reads else now
-            if line.startswith((b"data: [", b"data:[")) and is_done(line):
-                timing.done_ns = at
-                return True
-            chunk = parse_data_line(line)
-            if chunk is not None and timing.on_chunk(chunk, at) and i <= 0 and reads:
-                in_first_read += 1
-        timing.note_reads(reads, now, max(in_first_read - 1, 0))
+        if _time_events(events, reads, now, timing):
+            return True
         reads = []
     return is_done(buf)
+
+
+def _time_events(events: list[bytes], reads: list[int], now: int, timing: _Timing) -> bool:
+    """Time the complete events of one data chunk by its reads, matched from the newest back; events
+    beyond the reads arrived merged in the oldest and share its time (no reads: user-space ``now``).
+    True at ``[DONE]``."""
+    in_first_read = 0  # token events timed by reads[0]: all but the last of them arrived merged
+    done = False
+    for k, line in enumerate(events):
+        i = len(reads) - len(events) + k
+        at = reads[max(i, 0)] if reads else now
+        if line.startswith((b"data: [", b"data:[")) and is_done(line):
+            timing.done_ns, done = at, True
+            break
+        chunk = parse_data_line(line)
+        if chunk is not None and timing.on_chunk(chunk, at) and i <= 0 and reads:
+            in_first_read += 1
+    timing.note_reads(reads, now, max(in_first_read - 1, 0))
+    return done
+
+
+def _transport(resp: aiohttp.ClientResponse) -> Any:
+    """The response's transport, also when aiohttp has already released the connection to its pool
+    (the whole body had arrived before the client looked: its reads are still this response's)."""
+    if resp.connection is not None:
+        return resp.connection.transport
+    return getattr(getattr(resp, "_protocol", None), "transport", None)
