@@ -1,11 +1,14 @@
 """seatrial bench beside vLLM's own benchmark client on the same real vLLM server and workload.
 
 Workload: random, 256 prompt tokens, 64 output tokens with ignore_eos, closed loop at C = 1, 4, 16.
-For each C the clients (vLLM's; seatrial; seatrial with --no-continuous-usage, which asks the server
-for exactly what vLLM's client asks; and that with --stamps user, which also times chunks as vLLM's
-client does, when its coroutine reads them, instead of by the kernel's receive time) take turns in
+For each C the clients (vLLM's; seatrial as it comes, which asks the server for exactly what vLLM's
+client asks; seatrial with --continuous-usage, usage in every chunk; and with --stamps user, which
+times chunks as vLLM's client does, when its coroutine reads them, instead of by the kernel's receive
+time; --clients picks the seatrial variants) take turns in
 rotating order for --reps rounds; each figure is the mean over rounds of that client's median.
-Prints the ratio seatrial / vLLM for median TTFT, median TPOT and output tok/s. Target: each ratio
+Prints the ratio seatrial / vLLM for median TTFT, median TPOT and output tok/s: the median over rounds
+of the ratio within each round (the two runs of a round are minutes apart at most, so a slow drift of
+the shared machine cancels), with the lowest and highest round's ratio beside it. Target: each ratio
 within 0.95-1.05, or a stated definition difference.
 
 The referee: the engine's own latency histograms (vllm:time_to_first_token_seconds,
@@ -131,12 +134,14 @@ def run_seatrial(url: str, c: int, n: int, out: Path, extra: tuple[str, ...] = (
     }
 
 
-# nocu: --no-continuous-usage, as vLLM's client asks; user: also --stamps user, as vLLM's client times;
+# nocu: --no-continuous-usage, as vLLM's client asks; cu: usage in every chunk (exact tokens per chunk);
+# user: also --stamps user, as vLLM's client times;
 # noscrape: /metrics never reached (vLLM renders it on its API server's event loop; see docs/metrics.md)
-CLIENTS = ("vllm", "seatrial", "seatrial-nocu", "seatrial-user")
+CLIENTS = ("vllm", "seatrial", "seatrial-nocu", "seatrial-cu", "seatrial-user")
 EXTRA = {
     "seatrial": (),
     "seatrial-nocu": ("--no-continuous-usage",),
+    "seatrial-cu": ("--continuous-usage",),
     "seatrial-user": ("--no-continuous-usage", "--stamps", "user"),
     "seatrial-noscrape": ("--metrics-url", "http://127.0.0.1:1/metrics"),
 }
@@ -165,7 +170,7 @@ def main() -> None:
     ap.add_argument("--tokenizer", type=Path)
     ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--levels", default="1,4,16")
-    ap.add_argument("--clients", default=",".join(CLIENTS[1:]), help=f"seatrial variants of {sorted(EXTRA)}")
+    ap.add_argument("--clients", default="seatrial,seatrial-cu", help=f"seatrial variants of {sorted(EXTRA)}")
     opts = ap.parse_args()
     clients = ("vllm", *opts.clients.split(","))
     if unknown := set(clients[1:]) - EXTRA.keys():
@@ -173,7 +178,9 @@ def main() -> None:
     with vllm_server(opts.url, max_num_seqs=64) as (url, model), tempfile.TemporaryDirectory() as tmp:
         tokenizer = opts.tokenizer or model
         assert tokenizer is not None, "--tokenizer is needed with --url"
-        head = "".join(f" {name.replace('seatrial-', 's-'):>9} {'ratio':>6}" for name in clients[1:])
+        head = "".join(
+            f" {name.replace('seatrial-', 's-'):>9} {'ratio':>6} {'rounds':>11}" for name in clients[1:]
+        )
         print(f"{'C':>3} {'metric':<6} {'vllm':>9}{head}")
         levels, tables = [int(x) for x in opts.levels.split(",")], []
         for c in levels:
@@ -186,7 +193,7 @@ def main() -> None:
                         run_client(name, url, tokenizer, c, n, Path(tmp) / f"{name}{c}-{rep}.json")
                     )
             for metric in ("ttft", "tpot", "tok_s"):
-                print_row(c, metric, [statistics.fmean(r[metric] for r in runs[name]) for name in clients])
+                print_row(c, metric, [[r[metric] for r in runs[name]] for name in clients])
             for metric in ("ttft", "engine_ttft", "tpot", "engine_tpot"):  # outliers stand out here
                 rounds = "  ".join(
                     f"{name}: " + " ".join(f"{r[metric]:.1f}" for r in runs[name]) for name in clients
@@ -196,9 +203,7 @@ def main() -> None:
         print("\nthe engine's own mean (its histograms, over each client's run):")
         for c, runs in zip(levels, tables, strict=True):
             for h in ("ttft", "tpot"):
-                print_row(
-                    c, f"e_{h}", [statistics.fmean(r[f"engine_{h}"] for r in runs[name]) for name in clients]
-                )
+                print_row(c, f"e_{h}", [[r[f"engine_{h}"] for r in runs[name]] for name in clients])
         print("\nclient mean - engine mean, ms (what each client adds to what the engine saw):")
         for c, runs in zip(levels, tables, strict=True):
             for h in ("ttft", "tpot"):
@@ -206,15 +211,20 @@ def main() -> None:
                     statistics.fmean(r[f"{h}_mean"] - r[f"engine_{h}"] for r in runs[name])
                     for name in clients
                 ]
-                cells = "".join(f" {x:>9.2f} {'':>6}" for x in added[1:])
+                cells = "".join(f" {x:>9.2f} {'':>6} {'':>11}" for x in added[1:])
                 print(f"{c:>3} {'+' + h:<6} {added[0]:>9.2f}{cells}", flush=True)
 
 
-def print_row(c: int, metric: str, values: list[float]) -> None:
-    """vLLM's value, then each seatrial variant's with its ratio to vLLM's."""
-    v, *others = values
-    cells = "".join(f" {x:>9.2f} {x / v:>6.3f}" for x in others)
-    print(f"{c:>3} {metric:<6} {v:>9.2f}{cells}", flush=True)
+def print_row(c: int, metric: str, rounds: list[list[float]]) -> None:
+    """vLLM's mean over rounds, then each seatrial variant's with the median over rounds of its ratio
+    to vLLM's in the same round, and the lowest and highest of those ratios."""
+    v, *others = rounds
+    cells = ""
+    for x in others:
+        ratios = [a / b for a, b in zip(x, v, strict=True)]
+        spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
+        cells += f" {statistics.fmean(x):>9.2f} {statistics.median(ratios):>6.3f} {spread:>11}"
+    print(f"{c:>3} {metric:<6} {statistics.fmean(v):>9.2f}{cells}", flush=True)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from typer.testing import CliRunner
 from seatrial.cli.app import app
 from seatrial.report.runfolder import read_jsonl
 from seatrial.server.engine import LocalEngine
+from seatrial.server.prom import filtered_url, parse_metrics
 
 pytestmark = pytest.mark.engine
 
@@ -55,13 +57,18 @@ def test_bench_c1_c4_complete_run_folder(vllm_server: LocalEngine, tmp_path: Pat
     )
     assert all(r["response_id"] == f"cmpl-{r['request_id']}" for r in measured)  # vLLM took our X-Request-Id
     assert all(r["stamps"] == "kernel" for r in measured)  # chunks timed by the kernel's arrival times
+    # asked as vLLM's benchmark asks: usage at the end only; chunks that held several tokens are counted
+    assert not any(r["usage_per_chunk"] for r in measured)
+    per_chunk = {c: sum(r["chunks"] != 32 for r in measured if r["concurrency"] == c) for c in (1, 4)}
     for lv in summary["levels"]:
         assert lv["valid"] and lv["requests_ok"] == 16 and lv["requests_failed"] == 0
         assert lv["client_timing"]["stamps"] == "kernel" and lv["client_timing"]["read_lag_ms_p99"] >= 0
+        assert lv["client_timing"]["itl_per_chunk_requests"] == per_chunk[lv["concurrency"]]
         assert 0 <= lv["client_timing"]["loop_lag_ms_p99"] <= lv["client_timing"]["loop_lag_ms_max"]
         # a starved API server can deliver many tokens in one chunk: TPOT is then 0, never negative
         assert lv["ttft_ms"]["p50"] > 0 and lv["tpot_ms"]["p50"] >= 0 and lv["output_tok_s"] > 0
         srv = lv["server"]
+        assert srv["scrape_filtered"] is True  # vLLM rendered only the samples seatrial reads
         # the server's own counters saw exactly the measured tokens
         assert srv["generation_tokens"] == 16 * 32 and srv["prompt_tokens"] == 16 * 128
         # gauges are sampled (1 s), so only their range is certain; counters above are exact
@@ -105,11 +112,31 @@ def test_bench_chat_and_unique_code(vllm_server: LocalEngine, tmp_path: Path) ->
             "0",
             "--json",
             str(tmp_path / "s.json"),
+            "--out",
+            str(tmp_path / "run"),
             "--max-lag-ms",
             "1000",
+            "--continuous-usage",
         ],
     )
     assert result.exit_code == 0, result.output
     level = json.loads((tmp_path / "s.json").read_text())["levels"][0]
     assert level["requests_ok"] == 6 and level["valid"]
+    # usage in every chunk: each chunk's tokens are known, so no ITL is left per chunk
+    rows = read_jsonl(tmp_path / "run" / "requests.jsonl")
+    assert len(rows) == 6 and all(r["usage_per_chunk"] and r["output_tokens"] == 16 for r in rows)
+    assert level["client_timing"]["itl_per_chunk_requests"] == 0
     assert level["server"]["generation_tokens"] == 6 * 16
+
+
+def test_filtered_scrape_reads_the_same_values_from_a_fraction_of_the_text(vllm_server: LocalEngine) -> None:
+    """vLLM's /metrics honours prometheus_client's name[] filter: the same values, a small body."""
+    url = f"{vllm_server.url}/metrics"
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        full = resp.read().decode()
+    with urllib.request.urlopen(filtered_url(url), timeout=30) as resp:
+        part = resp.read().decode()
+    assert len(part) * 10 < len(full) and "_bucket" in full and "_bucket" not in part
+    values = parse_metrics(full)
+    assert {"running", "generation_tokens", "ttft_count", "tpot_sum"} <= values.keys()
+    assert parse_metrics(part) == values  # no load meanwhile: every value the same

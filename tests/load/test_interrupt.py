@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from seatrial.report.runfolder import read_jsonl
 from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
@@ -38,7 +41,8 @@ def test_sigint_leaves_partial_run_folder(tmp_path: Path) -> None:
             "--out",
             str(out),
         ]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # SIGABRT dumps every thread's stack
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # wait until some requests finished
             rows = read_jsonl(out / "requests.jsonl") if (out / "requests.jsonl").exists() else []
@@ -46,7 +50,14 @@ def test_sigint_leaves_partial_run_folder(tmp_path: Path) -> None:
                 break
             time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            _, err = proc.communicate(timeout=30)
+            pytest.fail(
+                f"bench still running 30 s after SIGINT ({len(rows)} records then):\n{err.decode()[-6000:]}"
+            )
     assert proc.returncode == 130, err.decode()
     assert b"partial run folder" in err
     rows = read_jsonl(out / "requests.jsonl")

@@ -149,7 +149,7 @@ def test_a_client_a_whole_gap_behind_is_flagged() -> None:
     assert all(r.ok for r in records)
     merged = sum(r.merged_events for r in records)
     assert merged > 0.05 * sum(r.chunks for r in records)
-    timing = client_timing(records)
+    timing = client_timing(records, max_lag_ms=50.0)
     assert timing["stamps"] == "kernel" and timing["merged_events"] == merged
     assert timing["read_lag_ms_p99"] > 1.0
     assert timing["note"].startswith(

@@ -21,3 +21,26 @@ def test_hw_sheet_renders_from_a_hw_run_and_from_a_combined_summary() -> None:
 def test_unknown_summary_says_so() -> None:
     page = render_html({"something": 1}, "t")
     assert "Nothing to report" in page and "something" in page
+
+
+def _level(c: int, note: str | None, engine: bool) -> dict[str, object]:
+    dist = {"mean": 10.0 * c, "p50": 9.0, "p90": 11.0, "p95": 12.0, "p99": 13.0, "max": 14.0}
+    server: dict[str, float] = {"running_max": c, "waiting_max": 0, "kv_cache_usage_max": 0.1}
+    if engine:
+        server.update(ttft_ms_mean=7.5 * c, tpot_ms_mean=2.5, e2e_ms_mean=70.0)
+    return {
+        "concurrency": c, "rate": None, "requests_ok": 8, "requests_failed": 0, "output_tok_s": 100.0,
+        "per_user_output_tok_s": 50.0, "ttft_ms": dist, "tpot_ms": dist, "itl_ms": dist, "e2e_ms": dist,
+        "server": server, "valid": True, "invalid_reasons": [],
+        "client_timing": {"stamps": "kernel", **({"note": note} if note else {})},
+    }  # fmt: skip
+
+
+def test_bench_section_shows_the_engines_means_and_the_clients_notes() -> None:
+    levels = [_level(1, None, engine=True), _level(4, "the client stalled: <late>", engine=True)]
+    page = render_html({"levels": levels}, "t")
+    assert "client / engine" in page and "10.0 / 7.5" in page and "40.0 / 30.0" in page
+    assert "Client self-checks" in page and "C=4: the client stalled: &lt;late&gt;" in page
+    assert "C=1:" not in page
+    plain = render_html({"levels": [_level(1, None, engine=False)]}, "t")
+    assert "client / engine" not in plain and "Client self-checks" not in plain

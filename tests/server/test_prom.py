@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from seatrial.server.prom import parse_metrics
-from seatrial.server.scrape import Sample, summarize
+import asyncio
+import urllib.request
+from urllib.parse import parse_qs, urlparse
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from seatrial.server.prom import filtered_url, parse_metrics
+from seatrial.server.scrape import Sample, Scraper, summarize
+from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
 
 VLLM_V1 = """\
 # HELP vllm:num_requests_running Number of requests in model execution batches.
@@ -120,3 +129,67 @@ def test_summary_gives_the_engine_mean_latency_over_the_window() -> None:
     assert s["ttft_count"] == 10 and abs(s["ttft_ms_mean"] - 120.0) < 1e-9
     assert "itl_ms_mean" not in s
     assert "ttft_ms_mean" not in summarize(samples[:1])  # no window
+
+
+def _scrape(url: str) -> tuple[Scraper, Sample | None]:
+    async def run() -> tuple[Scraper, Sample | None]:
+        async with aiohttp.ClientSession() as http:
+            scraper = Scraper(http, url)
+            return scraper, await scraper.scrape_once()
+
+    return asyncio.run(run())
+
+
+def test_filtered_url_names_every_sample_that_is_read() -> None:
+    url = urlparse(filtered_url("http://h/metrics"))
+    query = parse_qs(url.query)["name[]"]
+    assert url.path == "/metrics/"  # vLLM's filtering app; its /metrics route renders everything
+    assert "vllm:num_requests_running" in query and "vllm:prompt_tokens_total" in query
+    assert "vllm:time_to_first_token_seconds_count" in query and not any("bucket" in n for n in query)
+    assert filtered_url("http://h/metrics?x=1").startswith("http://h/metrics/?x=1&name%5B%5D=")
+    assert filtered_url("http://h/prom").startswith("http://h/prom?name%5B%5D=")
+
+
+def test_scraper_asks_for_only_what_it_reads() -> None:
+    with ThreadedServer(SyntheticConfig()) as srv:
+        scraper, sample = _scrape(f"{srv.url}/metrics")
+        with urllib.request.urlopen(filtered_url(f"{srv.url}/metrics")) as resp:
+            text = resp.read().decode()
+        with urllib.request.urlopen(f"{srv.url}/metrics") as resp:
+            full = resp.read().decode()
+    assert scraper.filtered and sample is not None and sample.values["running"] == 0
+    assert "vllm:num_requests_running" in text and "vllm:prompt_tokens_total" in text
+    assert "vllm:prompt_tokens_created" in full and "_created" not in text  # nothing else rendered
+
+
+@pytest.mark.parametrize("answer", ["empty", "400", "404"])
+def test_scraper_falls_back_to_the_whole_endpoint(answer: str) -> None:
+    """A server whose registry cannot filter (vLLM's multiprocess one renders nothing), that refuses
+    the query, or that serves no /metrics/."""
+
+    async def metrics(request: web.Request) -> web.Response:
+        if "name[]" in request.query:
+            return web.Response(text="") if answer == "empty" else web.Response(status=400)
+        return web.Response(text="vllm:num_requests_running 3.0\n")
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    if answer != "404":
+        app.router.add_get("/metrics/", metrics)
+
+    async def run() -> tuple[Scraper, Sample | None, Sample | None]:
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        try:
+            async with aiohttp.ClientSession() as http:
+                scraper = Scraper(http, f"http://127.0.0.1:{port}/metrics")
+                return scraper, await scraper.scrape_once(), await scraper.scrape_once()
+        finally:
+            await runner.cleanup()
+
+    scraper, first, second = asyncio.run(run())
+    assert not scraper.filtered and scraper.failures == 0
+    assert first is not None and second is not None and first.values == second.values == {"running": 3.0}

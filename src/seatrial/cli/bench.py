@@ -65,8 +65,12 @@ def bench(
     metrics_url: Annotated[str | None, typer.Option(help="Prometheus endpoint; default URL/metrics")] = None,
     continuous_usage: Annotated[
         bool,
-        typer.Option(help="Ask for usage in every chunk (exact tokens per chunk; costs the server a little)"),
-    ] = True,
+        typer.Option(
+            help="Ask for usage in every chunk: exact tokens per chunk where the server puts several in one "
+            "(speculative decoding), at a cost to the server (docs/metrics.md); without it, chunks that held "
+            "several tokens are flagged in client_timing"
+        ),
+    ] = False,
     stamps: Annotated[
         str,
         typer.Option(

@@ -9,6 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from seatrial.cli.common import console
+from seatrial.load.metrics import level_label
 from seatrial.load.records import RequestRecord
 
 
@@ -74,10 +75,6 @@ def _num(v: Any, fmt: str = "{:,.1f}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
-def _label(lv: dict[str, Any]) -> str:
-    return f"C={lv['concurrency']}" if lv.get("rate") is None else f"{lv['rate']:g}/s"
-
-
 def levels_table(levels: list[dict[str, Any]]) -> Table:
     table = Table(title="seatrial bench", header_style="bold")
     cols = [
@@ -101,7 +98,7 @@ def levels_table(levels: list[dict[str, Any]]) -> Table:
     for lv in levels:
         srv = lv["server"]
         table.add_row(
-            _label(lv),
+            level_label(lv),
             str(lv["requests_ok"]),
             str(lv["requests_failed"]),
             _num(lv["output_tok_s"]),
@@ -147,5 +144,5 @@ def engine_view_table(levels: list[dict[str, Any]]) -> Table | None:
         srv = lv["server"]
         cells = [f"{_num(lv[key].get('mean'))} / {_num(srv.get(f'{h}_ms_mean'))}" for _, key, h in shown]
         counts = {srv.get(f"{h}_count") for _, _, h in shown} - {None}
-        table.add_row(_label(lv), *cells, "/".join(str(c) for c in sorted(counts)) or "-")
+        table.add_row(level_label(lv), *cells, "/".join(str(c) for c in sorted(counts)) or "-")
     return table

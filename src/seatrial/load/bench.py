@@ -135,7 +135,7 @@ async def measure_level(
             records, delivery = await run_level(specs, plan, "measure", f"L{index}", sender, keep)
     finally:
         await scraper.stop()
-    server = summarize(scraper.samples, scraper.failures)
+    server = summarize(scraper.samples, scraper.failures) | {"scrape_filtered": scraper.filtered}
     summary = level_summary(records, delivery, cfg, plan, server, lag.summary())
     progress.level_end(summary)
     return LevelOutcome(summary, records)
@@ -163,7 +163,7 @@ def level_summary(
             "dispatch_window_s": delivery.window_s,
             "lag_ms_p99": float(np.percentile(lags, 99)) if lags else None,
         },
-        "client_timing": client_timing(records, loop_lag or {}, cfg.load.max_lag_ms),
+        "client_timing": client_timing(records, loop_lag or {}, max_lag_ms=cfg.load.max_lag_ms),
         "prompt_token_mismatches": prompt_mismatches(records),
         "valid": not reasons,
         "invalid_reasons": reasons,

@@ -25,7 +25,7 @@ class Endpoint:
     model: str
     kind: str  # "completions" | "chat"
     headers: dict[str, str]
-    continuous_usage: bool = True
+    continuous_usage: bool = False
 
     @property
     def url(self) -> str:
@@ -91,7 +91,10 @@ class _Timing:
             prev = self.usage_tokens or 0
             self.usage_tokens = chunk.completion_tokens
             # A usage-only chunk (no choices) repeats the total: it carries no new token.
-            return chunk.completion_tokens - prev if chunk.has_choice else 0
+            if not chunk.has_choice:
+                return 0
+            self.rec.usage_per_chunk = True
+            return chunk.completion_tokens - prev
         # No usage per chunk: a completions chunk carries one token even when its text is empty (a
         # partial UTF-8 byte); a chat chunk counts when it carries content (the first one only a role).
         return 1 if chunk.has_choice and (chunk.text or not chunk.is_chat) else 0

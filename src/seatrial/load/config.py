@@ -78,8 +78,9 @@ class ServerTarget(BaseModel):
     endpoint: Endpoint = "completions"
     api_key_env: str = "OPENAI_API_KEY"
     metrics_url: str | None = None
-    # vLLM's continuous_usage_stats: exact tokens per chunk, at a cost in the server's API process
-    continuous_usage: bool = True
+    # vLLM's continuous_usage_stats: exact tokens per chunk, at a cost in the server's API process that
+    # slowed the engine itself (docs/metrics.md); off, as vLLM's benchmark asks, unless wanted
+    continuous_usage: bool = False
 
     @field_validator("url")
     @classmethod

@@ -72,6 +72,11 @@ def throughput(records: list[RequestRecord]) -> dict[str, float | int | None]:
     }
 
 
+def level_label(level: dict[str, Any]) -> str:
+    """How a summary level is named in tables: ``C=4`` (closed loop) or ``2/s`` (rate)."""
+    return f"C={level['concurrency']}" if level.get("rate") is None else f"{level['rate']:g}/s"
+
+
 def level_metrics(records: list[RequestRecord]) -> dict[str, Any]:
     """Throughput figures plus ``{mean,p50,p90,p95,p99,max}`` of each latency, over ok records."""
     ok = [r for r in records if r.ok]
@@ -86,9 +91,11 @@ MERGED_NOTE_SHARE = 0.05
 
 
 def client_timing(
-    records: list[RequestRecord], loop_lag: dict[str, float | None] | None = None, max_lag_ms: float = 50.0
+    records: list[RequestRecord], loop_lag: dict[str, float | None] | None = None, *, max_lag_ms: float
 ) -> dict[str, Any]:
-    """How this level's chunk times were taken, and how far behind the client ran.
+    """How this level's chunk times were taken, how far behind the client ran, and how many requests'
+    ITL is per chunk rather than per token (``itl_per_chunk_requests``: no usage in each chunk, and the
+    server's total differs from the chunk count).
 
     Events merged into one read share its time. That is exact when the server wrote them together
     (a starved API server flushing several outputs) and not when the client was a whole gap behind
@@ -106,8 +113,20 @@ def client_timing(
         "read_lag_ms_p99": float(np.percentile(lags, 99)) if lags else None,
         "merged_events": merged,
     }
+    # Without usage in each chunk a chunk counts one token; the server's total says where that was wrong.
+    merged_tokens = [
+        r for r in ok if not r.usage_per_chunk and r.output_tokens is not None and r.chunks != r.output_tokens
+    ]
+    out["itl_per_chunk_requests"] = len(merged_tokens)
     out.update(loop_lag or {})
     notes = []
+    if merged_tokens:
+        tokens, held = sum(r.output_tokens or 0 for r in merged_tokens), sum(r.chunks for r in merged_tokens)
+        notes.append(
+            f"{len(merged_tokens)} requests carried {tokens} tokens (the server's usage) in {held} chunks: the "
+            "server put several tokens in a chunk (speculative decoding, a stream interval), so their ITL "
+            "values are gaps between chunks, not per token (TPOT is exact); --continuous-usage gives per-token ITL"
+        )
     stalled = out.get("loop_lag_ms_p99")
     if stalled is not None and stalled > max_lag_ms:
         notes.append(

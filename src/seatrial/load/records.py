@@ -15,7 +15,8 @@ class RequestRecord:
     Times are milliseconds relative to ``send_ns`` (``time.perf_counter_ns`` when the request was sent):
     ``ttft_ms`` to the first chunk carrying output, ``last_token_ms`` to the last such chunk, ``e2e_ms``
     to the end of the stream. ``itl_ms[i]`` is the gap before content chunk i+1 divided by the number of
-    tokens that chunk carried (from the server's continuous usage when it reports it, else 1).
+    tokens that chunk carried (from the server's continuous usage when it reports it,
+    ``usage_per_chunk``, else 1).
     ``scheduled_ms`` is when the scheduler wanted to send it, relative to the level start, and
     ``sent_ms`` when it actually went out; their difference is client lag.
     Chunk times are the kernel's receive times of the reads that completed them (``stamps`` is
@@ -47,6 +48,7 @@ class RequestRecord:
     stamps: str | None = None  # "kernel" | "user"
     read_lag_ms_max: float | None = None
     merged_events: int = 0
+    usage_per_chunk: bool = False  # the server reported usage in content chunks (exact tokens per chunk)
     send_ns: int = 0
 
     @property

@@ -11,6 +11,8 @@ Values of one name are summed over label sets (engines, ranks); ``_total`` suffi
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from prometheus_client.parser import text_string_to_metric_families
 
 GAUGES = ("running", "waiting", "kv_cache_usage")
@@ -61,6 +63,30 @@ QUERY_FALLBACK = {"sglang:prompt_tokens": "prefix_cache_queries"}
 
 
 _PREFIXES = tuple(NAMES) + tuple(QUERY_FALLBACK) + tuple(_HISTOGRAM_NAMES)
+
+
+def sample_names() -> list[str]:
+    """Every sample name :func:`parse_metrics` reads (of histograms: ``_sum`` and ``_count``)."""
+    plain = [*NAMES, *QUERY_FALLBACK]
+    histograms = sorted(_HISTOGRAM_NAMES)
+    return [
+        *plain,
+        *(f"{n}_total" for n in plain),
+        *(f"{n}_{s}" for n in histograms for s in ("sum", "count")),
+    ]
+
+
+def filtered_url(url: str) -> str:
+    """``url`` asking the server to render only the samples seatrial reads: prometheus_client's
+    ``name[]`` filter. vLLM renders ``/metrics`` on the event loop that streams the tokens, all of it
+    (every histogram bucket) at each scrape. It serves ``/metrics`` twice: an instrumentator route
+    that renders everything and ignores the filter, and prometheus_client's own app, mounted for
+    ``/metrics/``, which honours it; so a URL ending in ``/metrics`` gets the slash."""
+    base, _, query = url.partition("?")
+    if base.endswith("/metrics"):
+        base += "/"
+    names = urlencode([("name[]", n) for n in sample_names()])
+    return f"{base}?{query + '&' if query else ''}{names}"
 
 
 def relevant_lines(text: str) -> str:

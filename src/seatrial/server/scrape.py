@@ -11,7 +11,7 @@ from typing import Any
 
 import aiohttp
 
-from seatrial.server.prom import COUNTERS, GAUGES, HISTOGRAMS, parse_metrics
+from seatrial.server.prom import COUNTERS, GAUGES, HISTOGRAMS, filtered_url, parse_metrics
 
 
 @dataclass
@@ -22,7 +22,13 @@ class Sample:
 
 @dataclass
 class Scraper:
-    """Polls ``url`` every ``interval_s`` while running; failures are counted, never raised."""
+    """Polls ``url`` every ``interval_s`` while running; failures are counted, never raised.
+
+    It asks for only the samples it reads (``filtered_url``) while the server answers that with at
+    least one of them; otherwise (a server whose registry cannot filter, such as vLLM's multiprocess
+    one, or that refuses the query) it scrapes the whole ``url`` from then on. ``filtered`` says which
+    it asks for.
+    """
 
     session: aiohttp.ClientSession
     url: str
@@ -31,16 +37,29 @@ class Scraper:
     samples: list[Sample] = field(default_factory=list)
     failures: int = 0
     last_error: str | None = None
+    filtered: bool = True
     _task: asyncio.Task[None] | None = None
+
+    async def _get(self, url: str) -> dict[str, float]:
+        timeout = aiohttp.ClientTimeout(total=max(2.0, self.interval_s * 4))
+        async with self.session.get(url, timeout=timeout) as resp:
+            if resp.status != 200:
+                raise aiohttp.ClientResponseError(resp.request_info, (), status=resp.status)
+            return parse_metrics(await resp.text())
+
+    async def _values(self) -> dict[str, float]:
+        if self.filtered:
+            with contextlib.suppress(aiohttp.ClientResponseError):
+                values = await self._get(filtered_url(self.url))
+                if values:
+                    return values
+            self.filtered = False
+        return await self._get(self.url)
 
     async def scrape_once(self) -> Sample | None:
         try:
-            timeout = aiohttp.ClientTimeout(total=max(2.0, self.interval_s * 4))
-            async with self.session.get(self.url, timeout=timeout) as resp:
-                if resp.status != 200:
-                    raise aiohttp.ClientResponseError(resp.request_info, (), status=resp.status)
-                text = await resp.text()
-            sample = Sample(time.time(), parse_metrics(text))
+            values = await self._values()
+            sample = Sample(time.time(), values)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
             self.failures += 1
             self.last_error = f"{type(exc).__name__}: {exc}"

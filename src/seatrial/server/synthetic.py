@@ -5,6 +5,9 @@ measure the client's own timing error: every chunk it sends is stamped with ``pe
 system-wide monotonic clock on Linux), kept per ``X-Request-Id`` and served at ``GET /stamps``.
 
 Tokenizer: words ``w<id>`` separated by spaces, so ``/tokenize`` and ``/detokenize`` round-trip exactly.
+Usage as vLLM sends it: in every chunk with ``stream_options.continuous_usage_stats``, in a last chunk
+without choices with ``include_usage``. ``tokens_per_chunk`` > 1 puts several tokens in each chunk,
+as speculative decoding does.
 Faults (``fault`` for every ``fault_every``-th request): ``http500``, ``http429``, ``die`` (connection
 dropped mid-stream), ``stall`` (stops sending, holds the connection), ``malformed`` (a non-JSON data
 line), ``no_done`` (stream closes without ``[DONE]``), ``short`` (stops early with finish_reason stop).
@@ -29,13 +32,14 @@ FAULTS = ("none", "http500", "http429", "die", "stall", "malformed", "no_done", 
 
 @dataclass
 class SyntheticConfig:
-    itl_s: float = 0.005
+    itl_s: float = 0.005  # between chunks
     ttft_s: float = 0.01
     fault: str = "none"
     fault_every: int = 1
     fault_after_tokens: int = 3
     max_running: int = 1_000_000
     model: str = "synthetic"
+    tokens_per_chunk: int = 1
 
 
 @dataclass
@@ -74,14 +78,22 @@ def _count(text: Any) -> int:
     return len(str(text).split())
 
 
-def _chunk(rid: str, n_done: int, prompt: int, chat: bool, finish: str | None, tok: int) -> bytes:
+def _usage(prompt: int, n_done: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt, "completion_tokens": n_done, "total_tokens": prompt + n_done}
+
+
+def _chunk(rid: str, tokens: range, prompt: int, chat: bool, finish: str | None, usage: bool) -> bytes:
+    """One event carrying ``tokens`` (ids = positions, 1-based), with the usage so far if asked."""
+    text = "".join(f" w{tok}" for tok in tokens)
     choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
     if chat:
-        choice["delta"] = {"content": f" w{tok}"}
+        choice["delta"] = {"content": text}
     else:
-        choice["text"] = f" w{tok}"
-    usage = {"prompt_tokens": prompt, "completion_tokens": n_done, "total_tokens": prompt + n_done}
-    return b"data: " + orjson.dumps({"id": rid, "choices": [choice], "usage": usage}) + b"\n\n"
+        choice["text"] = text
+    event: dict[str, Any] = {"id": rid, "choices": [choice]}
+    if usage:
+        event["usage"] = _usage(prompt, tokens.stop - 1)
+    return b"data: " + orjson.dumps(event) + b"\n\n"
 
 
 async def _completions(request: web.Request) -> web.StreamResponse:
@@ -102,8 +114,9 @@ async def _completions(request: web.Request) -> web.StreamResponse:
     st.g_running.set(st.running)
     st.c_prompt.inc(prompt)
     st.c_q.inc(prompt)
+    asked = body.get("stream_options") or {}
     try:
-        await _stream(request, resp, rid, fault, prompt, n_out, chat)
+        await _stream(request, resp, rid, fault, prompt, n_out, chat, asked)
     finally:
         st.running -= 1
         st.g_running.set(st.running)
@@ -111,13 +124,15 @@ async def _completions(request: web.Request) -> web.StreamResponse:
 
 
 async def _stream(
-    request: web.Request, resp: web.StreamResponse, rid: str, fault: str, prompt: int, n: int, chat: bool
-) -> None:
+    request: web.Request, resp: web.StreamResponse, rid: str, fault: str, prompt: int, n: int, chat: bool,
+    asked: dict[str, Any],
+) -> None:  # fmt: skip
     st: _State = request.app[STATE]
     cfg = st.cfg
     await asyncio.sleep(cfg.ttft_s)
     start = time.perf_counter_ns()
-    for i in range(1, n + 1):
+    per_chunk, sent = bool(asked.get("continuous_usage_stats")), 0
+    for k, i in enumerate(range(1, n + 1, cfg.tokens_per_chunk)):  # i: the chunk's first token
         if fault != "none" and i > cfg.fault_after_tokens:
             if fault == "die":
                 assert request.transport is not None
@@ -129,15 +144,21 @@ async def _stream(
                 await resp.write(b"data: {not json\n\n")
                 return
             break  # no_done and short stop sending tokens here
-        due = start + int((i - 1) * cfg.itl_s * 1e9)
+        due = start + int(k * cfg.itl_s * 1e9)
         delay = (due - time.perf_counter_ns()) / 1e9
         if delay > 0:
             await asyncio.sleep(delay)
+        tokens = range(i, min(i + cfg.tokens_per_chunk, n + 1))
+        sent = tokens.stop - 1
         st.stamps[rid].append(time.perf_counter_ns())
-        await resp.write(_chunk(rid, i, prompt, chat, "length" if i == n else None, i))
-        st.c_gen.inc()
-    if fault != "no_done":
-        await resp.write(b"data: [DONE]\n\n")
+        await resp.write(_chunk(rid, tokens, prompt, chat, "length" if sent == n else None, per_chunk))
+        st.c_gen.inc(len(tokens))
+    if fault == "no_done":
+        return
+    if asked.get("include_usage"):
+        usage = {"id": rid, "choices": [], "usage": _usage(prompt, sent)}
+        await resp.write(b"data: " + orjson.dumps(usage) + b"\n\n")
+    await resp.write(b"data: [DONE]\n\n")
 
 
 async def _tokenize(request: web.Request) -> web.Response:
@@ -156,7 +177,11 @@ async def _models(request: web.Request) -> web.Response:
 
 
 async def _metrics(request: web.Request) -> web.Response:
-    return web.Response(body=generate_latest(request.app[STATE].registry), content_type="text/plain")
+    """As prometheus_client's own app (vLLM's /metrics): ``name[]`` parameters restrict the samples."""
+    registry = request.app[STATE].registry
+    names = request.query.getall("name[]", [])
+    body = generate_latest(registry.restricted_registry(names) if names else registry)
+    return web.Response(body=body, content_type="text/plain")
 
 
 async def _stamps(request: web.Request) -> web.Response:
@@ -176,6 +201,7 @@ def make_app(cfg: SyntheticConfig) -> web.Application:
     app.router.add_post("/detokenize", _detokenize)
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/metrics", _metrics)
+    app.router.add_get("/metrics/", _metrics)
     app.router.add_get("/stamps", _stamps)
     app.router.add_get("/health", _health)
     return app
@@ -215,7 +241,8 @@ class ThreadedServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m seatrial.server.synthetic --port P --itl-ms 20 [--fault F --fault-every K]``"""
+    """``python -m seatrial.server.synthetic --port P --itl-ms 20 [--fault F --fault-every K]
+    [--tokens-per-chunk N]``"""
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__)
@@ -224,10 +251,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ttft-ms", type=float, default=10.0)
     ap.add_argument("--fault", choices=FAULTS, default="none")
     ap.add_argument("--fault-every", type=int, default=1)
+    ap.add_argument("--tokens-per-chunk", type=int, default=1)
     a = ap.parse_args(argv)
     cfg = SyntheticConfig(
-        itl_s=a.itl_ms / 1e3, ttft_s=a.ttft_ms / 1e3, fault=a.fault, fault_every=a.fault_every
-    )
+        itl_s=a.itl_ms / 1e3, ttft_s=a.ttft_ms / 1e3, fault=a.fault, fault_every=a.fault_every,
+        tokens_per_chunk=a.tokens_per_chunk,
+    )  # fmt: skip
     web.run_app(make_app(cfg), host="127.0.0.1", port=a.port, access_log=None, print=None)
 
 

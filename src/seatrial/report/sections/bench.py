@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from seatrial.load.metrics import level_label
 from seatrial.report.plots import line_svg
 
 
@@ -33,9 +34,8 @@ def _table(levels: list[dict[str, Any]]) -> str:
     rows = []
     for lv in levels:
         srv = lv["server"]
-        label = f"C={lv['concurrency']}" if lv.get("rate") is None else f"{lv['rate']:g}/s"
         cells = [
-            label,
+            level_label(lv),
             lv["requests_ok"],
             lv["requests_failed"],
             _f(lv["output_tok_s"]),
@@ -55,6 +55,37 @@ def _table(levels: list[dict[str, Any]]) -> str:
         ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return "<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
+
+
+_ENGINE_MEANS = (("TTFT", "ttft_ms", "ttft"), ("TPOT", "tpot_ms", "tpot"), ("E2E", "e2e_ms", "e2e"))
+
+
+def _engine_view(levels: list[dict[str, Any]]) -> str:
+    """Client mean latencies beside the engine's own histograms' means; empty when it exports none."""
+    shown = [m for m in _ENGINE_MEANS if any(f"{m[2]}_ms_mean" in lv["server"] for lv in levels)]
+    if not shown:
+        return ""
+    head = "".join(f"<th>{name} client / engine</th>" for name, _, _ in shown)
+    rows = "".join(
+        f"<tr><td>{level_label(lv)}</td>"
+        + "".join(
+            f"<td>{_f(lv[key].get('mean'))} / {_f(lv['server'].get(f'{h}_ms_mean'))}</td>"
+            for _, key, h in shown
+        )
+        + "</tr>"
+        for lv in levels
+    )
+    return f"<h3>Mean latency (ms): client / engine's own histograms</h3><table><tr><th>level</th>{head}</tr>{rows}</table>"
+
+
+def _notes(levels: list[dict[str, Any]]) -> str:
+    """The client's self-check notes (a stalled client, merged events, ITL per chunk), per level."""
+    items = [
+        f"<li>{level_label(lv)}: {html.escape(lv['client_timing']['note'])}</li>"
+        for lv in levels
+        if (lv.get("client_timing") or {}).get("note")
+    ]
+    return f"<h3>Client self-checks</h3><ul>{''.join(items)}</ul>" if items else ""
 
 
 def section(summary: dict[str, Any]) -> str | None:
@@ -95,5 +126,5 @@ def section(summary: dict[str, Any]) -> str | None:
     return (
         f"<h2>Load levels</h2><p class='meta'>model {model} · workload {wl} · endpoint "
         f"{html.escape(str(summary.get('endpoint', '')))}</p>{_table(levels)}"
-        f"<div class='plots'>{''.join(plots)}</div>"
+        f"{_engine_view(levels)}{_notes(levels)}<div class='plots'>{''.join(plots)}</div>"
     )

@@ -1,0 +1,66 @@
+"""Tokens per chunk: one per chunk unless the server reports usage in every chunk; the server's total
+tells where that was wrong, and the level says so."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from seatrial.load.bench import new_http
+from seatrial.load.client import Endpoint, send
+from seatrial.load.metrics import client_timing
+from seatrial.load.records import RequestRecord
+from seatrial.load.workloads import RequestSpec
+from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+
+OUTPUT = 8
+
+
+def _records(tokens_per_chunk: int, continuous_usage: bool, kind: str = "completions") -> list[RequestRecord]:
+    cfg = SyntheticConfig(itl_s=0.004, ttft_s=0.005, tokens_per_chunk=tokens_per_chunk)
+
+    async def run(url: str) -> list[RequestRecord]:
+        ep = Endpoint(url, "synthetic", kind, {}, continuous_usage)
+        spec = RequestSpec(prompt="w1 w2 w3", output_len=OUTPUT)
+        async with new_http(30, 10) as http:
+            return list(
+                await asyncio.gather(
+                    *(send(http, ep, spec, RequestRecord(f"u{i}", "measure", 3)) for i in range(3))
+                )
+            )
+
+    with ThreadedServer(cfg) as srv:
+        return asyncio.run(run(srv.url))
+
+
+@pytest.mark.parametrize("kind", ["completions", "chat"])
+def test_one_token_chunks_need_no_usage_in_every_chunk(kind: str) -> None:
+    records = _records(1, continuous_usage=False, kind=kind)
+    assert all(r.ok and not r.usage_per_chunk for r in records)
+    assert all(r.output_tokens == r.chunks == OUTPUT and len(r.itl_ms) == OUTPUT - 1 for r in records)
+    timing = client_timing(records, max_lag_ms=50.0)
+    assert timing["itl_per_chunk_requests"] == 0 and "continuous-usage" not in timing.get("note", "")
+
+
+def test_chunks_of_several_tokens_are_flagged_without_usage_in_every_chunk() -> None:
+    records = _records(3, continuous_usage=False)
+    assert all(r.ok and not r.usage_per_chunk for r in records)
+    # 8 tokens in chunks of 3, 3, 2: the total comes from the server's last usage, the gaps per chunk
+    assert all(r.output_tokens == OUTPUT and r.chunks == 3 and len(r.itl_ms) == 2 for r in records)
+    timing = client_timing(records, max_lag_ms=50.0)
+    assert timing["itl_per_chunk_requests"] == 3
+    assert timing["note"].startswith(
+        f"3 requests carried {3 * OUTPUT} tokens (the server's usage) in 9 chunks"
+    )
+
+
+def test_usage_in_every_chunk_spreads_each_gap_over_its_tokens() -> None:
+    records = _records(3, continuous_usage=True)
+    for r in records:
+        assert r.ok and r.usage_per_chunk and r.output_tokens == OUTPUT and r.chunks == 3
+        # the first chunk's 3 tokens make the TTFT; then a gap over 3 tokens and one over 2
+        assert len(r.itl_ms) == 5
+        assert r.itl_ms[0] == r.itl_ms[1] == r.itl_ms[2] and r.itl_ms[3] == r.itl_ms[4]
+        assert r.itl_ms[0] * 3 == pytest.approx(4.0, abs=3.0)  # the server's 4 ms between chunks
+    assert client_timing(records, max_lag_ms=50.0)["itl_per_chunk_requests"] == 0
