@@ -4,7 +4,8 @@ Workload: random, 256 prompt tokens, 64 output tokens with ignore_eos, closed lo
 For each C the clients (vLLM's; seatrial as it comes, which asks the server for exactly what vLLM's
 client asks; seatrial with --continuous-usage, usage in every chunk; and with --stamps user, which
 times chunks as vLLM's client does, when its coroutine reads them, instead of by the kernel's receive
-time; --clients picks the seatrial variants) take turns in
+time; --clients picks the variants; ``vllm-again``, a second run of vLLM's own client, gives the
+noise floor: the spread of vLLM against itself on this machine) take turns in
 rotating order for --reps rounds; each figure is the mean over rounds of that client's median.
 Prints the ratio seatrial / vLLM for median TTFT, median TPOT and output tok/s: the median over rounds
 of the ratio within each round (the two runs of a round are minutes apart at most, so a slow drift of
@@ -144,13 +145,14 @@ EXTRA = {
     "seatrial-cu": ("--continuous-usage",),
     "seatrial-user": ("--no-continuous-usage", "--stamps", "user"),
     "seatrial-noscrape": ("--metrics-url", "http://127.0.0.1:1/metrics"),
+    "vllm-again": (),  # vLLM's client once more: its ratio to the first is the machine's noise
 }
 
 
 def run_client(name: str, url: str, tokenizer: Path, c: int, n: int, path: Path) -> dict[str, float]:
     """The client's figures, plus the engine's own means over the run (``engine_ttft``, ``engine_tpot``)."""
     before = engine_sample(url)
-    if name == "vllm":
+    if name.startswith("vllm"):
         out = run_vllm(url, tokenizer, c, n, path)
     else:
         out = run_seatrial(url, c, n, path, EXTRA[name])
@@ -179,7 +181,8 @@ def main() -> None:
         tokenizer = opts.tokenizer or model
         assert tokenizer is not None, "--tokenizer is needed with --url"
         head = "".join(
-            f" {name.replace('seatrial-', 's-'):>9} {'ratio':>6} {'rounds':>11}" for name in clients[1:]
+            f" {name.replace('seatrial-', 's-').replace('vllm-again', 'vllm2'):>9} {'ratio':>6} {'rounds':>11}"
+            for name in clients[1:]
         )
         print(f"{'C':>3} {'metric':<6} {'vllm':>9}{head}")
         levels, tables = [int(x) for x in opts.levels.split(",")], []
