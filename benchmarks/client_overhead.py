@@ -18,14 +18,14 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 
 import numpy as np
 
 from seatrial.report.runfolder import read_jsonl
-from seatrial.server.engine import engine_python, free_port
+from seatrial.server.engine import engine_python
+from seatrial.server.synthetic import start_process
 
 VLLM_CLIENT = """
 import asyncio, json, sys, aiohttp
@@ -104,32 +104,6 @@ def run_vllm(url: str, n: int, out_len: int, tmp: Path, prefix: str) -> dict[str
     return data
 
 
-def start_server(itl_ms: float) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "seatrial.server.synthetic",
-            "--port",
-            str(port),
-            "--itl-ms",
-            str(itl_ms),
-            "--ttft-ms",
-            "5",
-        ]
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(f"{url}/health", timeout=1)
-            return proc, url
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("synthetic server did not start")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--streams", default="1,16,64,256,512,1024")
@@ -146,7 +120,7 @@ def main() -> None:
             p99s: dict[str, list[float]] = {"vllm": [], "seatrial": []}
             for rep in range(opts.reps):  # alternate who goes first; a fresh server per client run
                 for name in ("vllm", "seatrial") if rep % 2 == 0 else ("seatrial", "vllm"):
-                    proc, url = start_server(opts.itl_ms)
+                    proc, url = start_process(opts.itl_ms)
                     try:
                         measured = (
                             run_vllm(url, n, opts.tokens, tmp, f"v{n}-{rep}")

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -22,7 +21,7 @@ from seatrial.load.metrics import client_timing
 from seatrial.load.records import RequestRecord
 from seatrial.load.stamps import StampedSocket
 from seatrial.load.workloads import RequestSpec
-from seatrial.server.engine import free_port
+from seatrial.server.synthetic import start_process
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="kernel receive stamps are Linux-only")
 
@@ -59,27 +58,8 @@ def test_a_late_read_is_stamped_with_the_arrival_of_its_newest_bytes() -> None:
 
 @contextlib.contextmanager
 def _server(itl_ms: int, ttft_ms: int = 5) -> Iterator[str]:
-    """The synthetic server in its own process, so its send stamps never wait for the client's GIL."""
-    port = free_port()
-    cmd = [
-        "-m",
-        "seatrial.server.synthetic",
-        "--port",
-        str(port),
-        "--itl-ms",
-        str(itl_ms),
-        "--ttft-ms",
-        str(ttft_ms),
-    ]
-    proc = subprocess.Popen([sys.executable, *cmd])
-    url = f"http://127.0.0.1:{port}"
+    proc, url = start_process(itl_ms, ttft_ms)
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{url}/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
         yield url
     finally:
         proc.terminate()

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +29,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+from seatrial.server.engine import free_port
 
 FAULTS = ("none", "http500", "http429", "die", "stall", "malformed", "no_done", "short")
 
@@ -238,6 +243,23 @@ class ThreadedServer:
     def __exit__(self, *exc: object) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+
+
+def start_process(itl_ms: float, ttft_ms: float = 5.0) -> tuple[subprocess.Popen[bytes], str]:
+    """The server in a process of its own, so its send stamps never wait for the caller's GIL; returns
+    once ``/health`` answers. The caller terminates the process."""
+    port = free_port()
+    args = ["--port", str(port), "--itl-ms", str(itl_ms), "--ttft-ms", str(ttft_ms)]
+    proc = subprocess.Popen([sys.executable, "-m", "seatrial.server.synthetic", *args])
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=1):
+                return proc, url
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("the synthetic server did not start within 10 s")
 
 
 def main(argv: list[str] | None = None) -> None:
