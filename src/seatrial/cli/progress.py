@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from seatrial.cli.common import console
-from seatrial.load.metrics import level_label
+from seatrial.load.metrics import engine_means_shown, level_label
 from seatrial.load.records import RequestRecord
 
 
@@ -116,23 +116,11 @@ def levels_table(levels: list[dict[str, Any]]) -> Table:
     return table
 
 
-_ENGINE_VIEW = (
-    ("TTFT", "ttft_ms", "ttft"),
-    ("TPOT", "tpot_ms", "tpot"),
-    ("ITL", "itl_ms", "itl"),
-    ("E2E", "e2e_ms", "e2e"),
-)
-
-
 def engine_view_table(levels: list[dict[str, Any]]) -> Table | None:
     """Client-measured mean latencies beside the engine's own (its histograms over the same window):
     the difference is time spent outside the engine (API server, network, client). None when the
     engine exports no latency histograms."""
-    shown = [
-        (name, key, h)
-        for name, key, h in _ENGINE_VIEW
-        if any(f"{h}_ms_mean" in lv["server"] for lv in levels)
-    ]
+    shown = engine_means_shown(levels)
     if not shown:
         return None
     table = Table(title="Mean latency (ms): client / engine's own histograms", title_justify="left")

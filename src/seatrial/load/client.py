@@ -152,9 +152,9 @@ async def _consume(resp: aiohttp.ClientResponse, timing: _Timing, sock: StampedS
     buf = b""
     # The newest read so far, if body bytes came with it (with the headers, or while the client was
     # late): a read that brought only the headers times no event.
-    reads = sock.take()[-1:] if sock is not None and resp.content.total_bytes else []
-    if sock is not None and not reads:
-        sock.take()
+    reads = sock.take()[-1:] if sock is not None else []
+    if not resp.content.total_bytes:
+        reads = []
     async for data in resp.content.iter_any():
         now = time.perf_counter_ns()
         if sock is not None:

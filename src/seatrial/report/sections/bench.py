@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from seatrial.load.metrics import level_label
+from seatrial.load.metrics import engine_means_shown, level_label
 from seatrial.report.plots import line_svg
 
 
@@ -57,12 +57,9 @@ def _table(levels: list[dict[str, Any]]) -> str:
     return "<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
 
 
-_ENGINE_MEANS = (("TTFT", "ttft_ms", "ttft"), ("TPOT", "tpot_ms", "tpot"), ("E2E", "e2e_ms", "e2e"))
-
-
 def _engine_view(levels: list[dict[str, Any]]) -> str:
     """Client mean latencies beside the engine's own histograms' means; empty when it exports none."""
-    shown = [m for m in _ENGINE_MEANS if any(f"{m[2]}_ms_mean" in lv["server"] for lv in levels)]
+    shown = engine_means_shown(levels)
     if not shown:
         return ""
     head = "".join(f"<th>{name} client / engine</th>" for name, _, _ in shown)
