@@ -18,6 +18,10 @@ TTFT and TPOT over exactly that client's requests (its 2 warm-ups included). A s
 them per client: where the engine's own figures differ between clients as the clients' figures do,
 the server itself ran at that speed for that client, and the clients measured it alike. A third
 prints each client's mean minus the engine's mean: the time each client adds to what the engine saw.
+A fourth takes the engine's drift out of the ratio: each client's median over the engine's mean for
+that client's own requests, seatrial's over vLLM's (tok/s times the engine's mean TPOT, since at a
+fixed concurrency decode throughput goes as 1 / TPOT). Runs minutes apart find the engine faster or
+slower; this ratio compares how each client measured the engine it had.
 
     .venv/bin/python benchmarks/bench_vs_vllm.py [--url URL] [--reps 2]
 """
@@ -207,6 +211,12 @@ def main() -> None:
         for c, runs in zip(levels, tables, strict=True):
             for h in ("ttft", "tpot"):
                 print_row(c, f"e_{h}", [[r[f"engine_{h}"] for r in runs[name]] for name in clients])
+        print("\nover the engine's own mean for the same requests (the engine's drift taken out):")
+        for c, runs in zip(levels, tables, strict=True):
+            for metric in ("ttft", "tpot", "tok_s"):
+                print_row(
+                    c, f"n_{metric}", [[engine_relative(r, metric) for r in runs[name]] for name in clients]
+                )
         print("\nclient mean - engine mean, ms (what each client adds to what the engine saw):")
         for c, runs in zip(levels, tables, strict=True):
             for h in ("ttft", "tpot"):
@@ -216,6 +226,13 @@ def main() -> None:
                 ]
                 cells = "".join(f" {x:>9.2f} {'':>6} {'':>11}" for x in added[1:])
                 print(f"{c:>3} {'+' + h:<6} {added[0]:>9.2f}{cells}", flush=True)
+
+
+def engine_relative(run: dict[str, float], metric: str) -> float:
+    """A client's figure over the engine's own for that client's requests (tok/s: times its TPOT)."""
+    if metric == "tok_s":
+        return run["tok_s"] * run["engine_tpot"]
+    return run[metric] / run[f"engine_{metric}"]
 
 
 def print_row(c: int, metric: str, rounds: list[list[float]]) -> None:
