@@ -1,14 +1,16 @@
-"""The scheduler on a fake sender (no HTTP): delivered concurrency and arrival processes."""
+"""The scheduler on a fake sender (no HTTP): delivered concurrency, arrival processes, the frozen heap."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 
 import numpy as np
 import pytest
 
 from seatrial.load.records import RequestRecord
-from seatrial.load.scheduler import LevelPlan, arrival_offsets_s, run_level
+from seatrial.load.scheduler import LevelPlan, arrival_offsets_s, frozen_heap, run_level
 from seatrial.load.workloads import RequestSpec
 
 
@@ -49,3 +51,36 @@ def test_poisson_offsets_have_the_asked_rate() -> None:
     assert gaps.std() == pytest.approx(1 / 50, rel=0.05)  # exponential: std == mean
     const = np.diff(arrival_offsets_s(10, rate=4.0, arrival="constant", seed=0))
     assert np.allclose(const, 0.25)
+
+
+def test_frozen_heap_keeps_older_objects_out_of_collections_and_still_collects_new_garbage() -> None:
+    older = [[i] for i in range(1000)]  # tracked containers that exist before the level
+    assert gc.get_freeze_count() == 0
+    with frozen_heap():
+        assert gc.get_freeze_count() >= len(older)
+        cycle: list[object] = []
+        cycle.append(cycle)
+        gone = weakref.ref(_Node(cycle))
+        gc.collect()
+        assert gone() is None  # garbage made during the level is still collected
+    assert gc.get_freeze_count() == 0  # and what was frozen is the collector's again afterwards
+
+
+class _Node:
+    def __init__(self, other: object) -> None:
+        self.me, self.other = self, other
+
+
+@pytest.mark.parametrize("rate", [None, 200.0])
+def test_every_request_of_a_level_is_sent_with_the_heap_frozen(rate: float | None) -> None:
+    counts: list[int] = []
+
+    async def send(spec: RequestSpec, rec: RequestRecord) -> RequestRecord:
+        counts.append(gc.get_freeze_count())
+        await asyncio.sleep(0.001)
+        return rec
+
+    specs = [RequestSpec("p", 1, None, "x", True) for _ in range(6)]
+    asyncio.run(run_level(specs, LevelPlan(2, rate), "measure", "F", send, lambda rec: None))
+    assert len(counts) == 6 and min(counts) > 0
+    assert gc.get_freeze_count() == 0

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -134,32 +131,14 @@ async def measure_level(
     await scraper.start()
     lag = LoopLag()
     try:
-        with frozen_heap():
-            async with lag.watching():
-                records, delivery = await run_level(specs, plan, "measure", f"L{index}", sender, keep)
+        async with lag.watching():
+            records, delivery = await run_level(specs, plan, "measure", f"L{index}", sender, keep)
     finally:
         await scraper.stop()
     server = summarize(scraper.samples, scraper.failures) | {"scrape_filtered": scraper.filtered}
     summary = level_summary(records, delivery, cfg, plan, server, lag.summary())
     progress.level_end(summary)
     return LevelOutcome(summary, records)
-
-
-@contextlib.contextmanager
-def frozen_heap() -> Iterator[None]:
-    """Keep the garbage collector's full passes off the objects that exist before a level.
-
-    A full collection walks every tracked object; with seatrial's imports that paused the event loop
-    50-65 ms at 512 streams, longer than a 50 ms ITL, so every stream's next token waited unread.
-    ``gc.freeze`` moves what exists now out of the collector's reach until the level ends; new objects
-    are still collected.
-    """
-    gc.collect()
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 def level_summary(
