@@ -21,7 +21,9 @@ prints each client's mean minus the engine's mean: the time each client adds to 
 A fourth takes the engine's drift out of the ratio: each client's median over the engine's mean for
 that client's own requests, seatrial's over vLLM's (tok/s times the engine's mean TPOT, since at a
 fixed concurrency decode throughput goes as 1 / TPOT). Runs minutes apart find the engine faster or
-slower; this ratio compares how each client measured the engine it had.
+slower; this ratio compares how each client measured the engine it had. Rounds in which a client
+stalled (its median TPOT under half the engine's mean: tokens merged) are dropped for every client
+and said; the per-round lines above each table still show them.
 
     .venv/bin/python benchmarks/bench_vs_vllm.py [--url URL] [--reps 2]
 """
@@ -199,13 +201,14 @@ def main() -> None:
                     runs[name].append(
                         run_client(name, url, tokenizer, c, n, Path(tmp) / f"{name}{c}-{rep}.json")
                     )
-            for metric in ("ttft", "tpot", "tok_s"):
-                print_row(c, metric, [[r[metric] for r in runs[name]] for name in clients])
             for metric in ("ttft", "engine_ttft", "tpot", "engine_tpot"):  # outliers stand out here
                 rounds = "  ".join(
                     f"{name}: " + " ".join(f"{r[metric]:.1f}" for r in runs[name]) for name in clients
                 )
                 print(f"#  rounds {metric:<11} {rounds}", flush=True)
+            runs = without_stalls(c, runs)
+            for metric in ("ttft", "tpot", "tok_s"):
+                print_row(c, metric, [[r[metric] for r in runs[name]] for name in clients])
             tables.append(runs)
         print("\nthe engine's own mean (its histograms, over each client's run):")
         for c, runs in zip(levels, tables, strict=True):
@@ -226,6 +229,23 @@ def main() -> None:
                 ]
                 cells = "".join(f" {x:>9.2f} {'':>6} {'':>11}" for x in added[1:])
                 print(f"{c:>3} {'+' + h:<6} {added[0]:>9.2f}{cells}", flush=True)
+
+
+def without_stalls(c: int, runs: dict[str, list[dict[str, float]]]) -> dict[str, list[dict[str, float]]]:
+    """The rounds in which no client stalled. A client whose median TPOT is under half the engine's own
+    mean TPOT for the same requests got its tokens merged: the host held that client back (seen for
+    vLLM's client and seatrial alike on a small shared host), so the round measured the host, not the
+    engine. Such a round is dropped for every client, and said; all rounds are kept if all stalled."""
+    stalled = sorted(
+        {i for rounds in runs.values() for i, r in enumerate(rounds) if r["tpot"] < r["engine_tpot"] / 2}
+    )
+    total = len(next(iter(runs.values())))
+    if not stalled or len(stalled) == total:
+        return runs
+    print(
+        f"#  C={c}: rounds {[i + 1 for i in stalled]} of {total} dropped: a client's tokens merged (stalled)"
+    )
+    return {name: [r for i, r in enumerate(rounds) if i not in stalled] for name, rounds in runs.items()}
 
 
 def engine_relative(run: dict[str, float], metric: str) -> float:
