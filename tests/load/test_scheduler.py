@@ -58,17 +58,15 @@ def test_frozen_heap_keeps_older_objects_out_of_collections_and_still_collects_n
     assert gc.get_freeze_count() == 0
     with frozen_heap():
         assert gc.get_freeze_count() >= len(older)
-        cycle: list[object] = []
-        cycle.append(cycle)
-        gone = weakref.ref(_Node(cycle))
+        gone = weakref.ref(_Cycle())
         gc.collect()
         assert gone() is None  # garbage made during the level is still collected
     assert gc.get_freeze_count() == 0  # and what was frozen is the collector's again afterwards
 
 
-class _Node:
-    def __init__(self, other: object) -> None:
-        self.me, self.other = self, other
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self  # only the collector can free it
 
 
 @pytest.mark.parametrize("rate", [None, 200.0])
