@@ -11,6 +11,7 @@ Values of one name are summed over label sets (engines, ranks); ``_total`` suffi
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import urlencode
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -76,6 +77,7 @@ def sample_names() -> list[str]:
     ]
 
 
+@functools.cache  # the scraper asks every second for the same URL
 def filtered_url(url: str) -> str:
     """``url`` asking the server to render only the samples seatrial reads: prometheus_client's
     ``name[]`` filter. vLLM renders ``/metrics`` on the event loop that streams the tokens, all of it
