@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seatrial.report.runfolder import read_jsonl
+from seatrial.runs.folder import read_jsonl
 from seatrial.server.engine import engine_python
 from seatrial.server.synthetic import start_process
 

@@ -1,6 +1,6 @@
 from typer.testing import CliRunner
 
-from seatrial import Verdict, __version__
+from seatrial import __version__
 from seatrial.cli.app import app
 from seatrial.cli.common import parse_int_list
 from seatrial.errors import ConfigError
@@ -22,9 +22,20 @@ def test_parse_int_list_rejects_garbage() -> None:
         raise AssertionError("expected ConfigError")
 
 
-def test_verdict_ok_words() -> None:
-    assert Verdict.PASS.ok and Verdict.UNAVAILABLE.ok
-    assert not Verdict.FAIL.ok and not Verdict.INCONCLUSIVE.ok
+def test_an_unexpected_exception_is_one_line_and_exit_70(tmp_path) -> None:
+    """No traceback reaches the user, and 1 stays "a failed verdict" (issue 16 item 4)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.argv = ['seatrial', 'version'];"
+        "import seatrial.cli.app as a; import typer;"
+        "typer.echo = lambda *args, **kw: (_ for _ in ()).throw(RuntimeError('boom'));"
+        "a.main()"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 70 and "internal error: RuntimeError: boom" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_exit_codes_reach_the_shell(tmp_path) -> None:

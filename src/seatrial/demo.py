@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seatrial.jsonio import write_json
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
 from seatrial.report.html import write_report
-from seatrial.report.runfolder import RunFolder, read_jsonl
+from seatrial.runs import RunFolder, judge_run, read_jsonl, write_redacted
 from seatrial.server.engine import EngineSpec, LocalEngine, make_tiny_model
 
 KV_CACHE_GIB = 1.0  # VLLM_CPU_KVCACHE_SPACE for the demo engine, and the plan's --kv-cache-gib
@@ -44,7 +43,7 @@ def step_audit(ctx: DemoContext) -> dict[str, Any]:
     from seatrial.checkpoint import audit
 
     report = audit(ctx.model_dir).model_dump(mode="json")
-    write_json(ctx.out / "audit.json", report)
+    write_redacted(ctx.out / "audit.json", report)
     ctx.log(f"   {report['total_bytes']:,} bytes, {report['total_params']:,} parameters")
     return {"audit": {k: report[k] for k in ("total_bytes", "total_params", "by_dtype", "findings")}}
 
@@ -60,7 +59,7 @@ def step_plan(ctx: DemoContext) -> dict[str, Any]:
         kv_cache_gib=KV_CACHE_GIB,
         host_reserve_gib=GUARD_LINE_GIB,
     )
-    write_json(ctx.out / "plan.json", result)
+    write_redacted(ctx.out / "plan.json", result)
     ctx.log(
         f"   fits={result.fits}; plan: KV cache {result.kv_cache_tokens:,} tokens, "
         f"max concurrency {result.max_concurrency:.2f}x at 4,096 tokens"
@@ -85,7 +84,7 @@ def step_convert(ctx: DemoContext) -> dict[str, Any]:
         ConvertOptions(src=ctx.model_dir, dst=dst, embedding_pattern=r"model\.embed_tokens\.weight")
     )
     after = audit(dst)
-    write_json(ctx.out / "convert.json", result)
+    write_redacted(ctx.out / "convert.json", result)
     embed = next(c for c in after.components if c.name == "embed_tokens")
     ctx.log(
         f"   total_size {result.total_size_before:,} -> {result.total_size_after:,}; embed_tokens now {embed.formats}"
@@ -104,7 +103,7 @@ def step_hw(ctx: DemoContext) -> dict[str, Any]:
     from seatrial.hw import HwConfig, run_hw
 
     sheet = run_hw(HwConfig(duration_s=5.0)).report.to_json()
-    write_json(ctx.out / "hw.json", sheet)
+    write_redacted(ctx.out / "hw.json", sheet)
     return {"hw": sheet}
 
 
@@ -129,7 +128,8 @@ def step_accept(ctx: DemoContext) -> dict[str, Any]:
     summary = run_accept(ctx.url, scale="small", out_dir=ctx.out / "accept")
     for t in summary["trials"]:
         ctx.log(f"   {t['name']:<13} {t['verdict']}")
-    return {k: summary[k] for k in ("trials", "passed", "scale", "url") if k in summary}
+    keep = ("trials", "passed", "not_measured", "counts", "scale", "url")
+    return {k: summary[k] for k in keep if k in summary}
 
 
 OFFLINE_STEPS: list[tuple[str, Step]] = [
@@ -156,10 +156,24 @@ def _run_steps(ctx: DemoContext, steps: list[tuple[str, Step]], summary: dict[st
                 "ok": error is None,
                 "error": error,
                 "seconds": round(time.monotonic() - started, 1),
+                **step_verdicts(result),
             }
         )
         summary.update(result)
         ctx.results[name] = result
+
+
+def step_verdicts(result: dict[str, Any]) -> dict[str, Any]:
+    """What a step's verdicts add up to (``counts``, ``passed``), for steps that judge trials; a bench
+    step says how many of its levels were valid."""
+    trials = result.get("trials") or (result.get("hw") or {}).get("trials")
+    if trials:
+        judged = judge_run(trials)
+        return {"verdicts": judged["counts"], "passed": judged["passed"]}
+    if "levels" in result:
+        valid = sum(lv["valid"] for lv in result["levels"])
+        return {"valid_levels": f"{valid} of {len(result['levels'])}"}
+    return {}
 
 
 def guard_wrapper(out: Path) -> list[str]:
@@ -204,7 +218,7 @@ def run_demo(
         log(f"vLLM ready at {engine.url}: {engine.kv_cache_line()}")
         _run_steps(ctx, online, summary)
     summary["guard"] = {"history": read_jsonl(out / "guard-history.jsonl")}
-    write_json(out / "summary.json", summary)
-    write_json(out / "run.json", {"command": "demo", "config": {"out": str(out)}})
+    with RunFolder(out, "demo", {"out": str(out)}, requests=False) as folder:
+        folder.write_summary(summary)
     write_report(out)
     return summary

@@ -1,4 +1,5 @@
-"""Verdict words shared by every trial. A verdict always carries the evidence it was drawn from."""
+"""Verdict words shared by every trial. A verdict always carries the evidence it was drawn from; what a
+run's verdicts add up to (passed, nothing measured) is ``seatrial.runs.judge_run``."""
 
 from __future__ import annotations
 
@@ -13,11 +14,6 @@ class Verdict(str, Enum):
     UNSUPPORTED = "UNSUPPORTED"
     UNAVAILABLE = "UNAVAILABLE"
     INCONCLUSIVE = "INCONCLUSIVE"
-
-    @property
-    def ok(self) -> bool:
-        """True when the verdict does not by itself make a run fail."""
-        return self in (Verdict.PASS, Verdict.UNSUPPORTED, Verdict.UNAVAILABLE)
 
     def __str__(self) -> str:
         return self.value

@@ -9,7 +9,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from seatrial.checkpoint.convert.stio import iter_row_blocks, map_rows, read_header, read_rows
+from seatrial.checkpoint.convert.stio import iter_row_blocks, map_rows, read_entries, read_rows
 from seatrial.errors import CheckpointError
 
 
@@ -28,7 +28,7 @@ def _file(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("chunk_bytes", [1, 4096, 10_007, 1 << 20])
 def test_map_rows_equals_read_rows_for_every_block(tmp_path: Path, chunk_bytes: int) -> None:
     path = _file(tmp_path)
-    entries, _ = read_header(path)
+    entries, _ = read_entries(path)
     with path.open("rb") as fh:
         for entry in entries.values():
             for start, stop in iter_row_blocks(entry, chunk_bytes):
@@ -40,7 +40,7 @@ def test_map_rows_equals_read_rows_for_every_block(tmp_path: Path, chunk_bytes: 
 
 def test_map_rows_refuses_a_source_truncated_after_its_header_was_read(tmp_path: Path) -> None:
     path = _file(tmp_path)
-    entries, _ = read_header(path)
+    entries, _ = read_entries(path)
     entry = entries["c"]
     with path.open("r+b") as fh:
         fh.truncate(entry.end - 4)

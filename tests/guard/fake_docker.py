@@ -1,6 +1,8 @@
 """A stand-in for the docker CLI in the guard's container tests, driving a real ``sleep`` process as
-the container's init. State lives in $FAKE_DOCKER_DIR: ``pid``, ``exitcode``, and ``argv.log`` (one
-JSON argv per call). Only the container named ``srv`` exists."""
+the container's init. State lives in $FAKE_DOCKER_DIR: ``pid``, ``exitcode``, ``id`` (the container's
+ID; a test that writes a new one has recreated the container under the same name), ``extra_pids``
+(more pids ``docker top`` lists) and ``argv.log`` (one JSON argv per call). Only the container named
+``srv`` exists, reachable by that name or by its current ID."""
 
 import json
 import os
@@ -24,7 +26,9 @@ def main(argv: list[str]) -> int:
     with (STATE / "argv.log").open("a") as log:
         log.write(json.dumps(argv) + "\n")
     verb, name = argv[0], argv[-1] if argv[0] != "top" else argv[1]
-    if name != "srv":
+    id_file = STATE / "id"
+    container_id = id_file.read_text().strip() if id_file.exists() else "a1b2c3d4e5f6" * 4
+    if name not in ("srv", container_id):
         print(f"Error response from daemon: No such container: {name}", file=sys.stderr)
         return 1
     pid_file = STATE / "pid"
@@ -37,12 +41,14 @@ def main(argv: list[str]) -> int:
             "{{.State.Running}}": str(running).lower(),
             "{{.State.Pid}}": str(pid if running else 0),
             "{{.State.ExitCode}}": exit_file.read_text() if exit_file.exists() else "0",
+            "{{.Id}}": container_id,
         }
         for key, value in values.items():
             fmt = fmt.replace(key, value)
         print(fmt)
     elif verb == "top":
-        print(f"PID\n{pid}")
+        extra = (STATE / "extra_pids").read_text().split() if (STATE / "extra_pids").exists() else []
+        print("\n".join(["PID", str(pid), *extra]))
     elif verb in ("kill", "stop"):
         os.kill(pid, signal.SIGKILL if verb == "kill" else signal.SIGTERM)
         (STATE / "exitcode").write_text("137" if verb == "kill" else "143")

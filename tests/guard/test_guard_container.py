@@ -43,9 +43,7 @@ def test_real_docker_cli_without_engine_gives_a_clear_error() -> None:
     with pytest.raises(GuardError) as info:
         ContainerTarget("seatrial-no-such", 1000).start()
     message = str(info.value)
-    assert message.startswith(
-        "--container: `docker inspect --format {{.State.Running}} {{.State.Pid}} seatrial-no"
-    )
+    assert message.startswith("--container: `docker inspect --format {{.Id}} seatrial-no-such`")
     assert "failed:" in message and ("daemon" in message or "No such" in message)
 
 
@@ -116,7 +114,9 @@ def test_container_is_killed_on_the_line_restarted_and_given_up(fake_docker: Pat
     assert events[2]["target"]["pid"] != first_pid and events[3]["exit_code"] == 137
     assert outcome.outcome == "gave-up" and not pid_alive(first_pid)
     calls = [json.loads(x) for x in (fake_docker / "argv.log").read_text().splitlines()]
-    assert ["kill", "--signal", "KILL", "srv"] in calls and calls.count(["start", "srv"]) == 2
+    cid = kill["target"]["container_id"]
+    assert len(cid) == 48 and ["inspect", "--format", "{{.Id}}", "srv"] in calls
+    assert ["kill", "--signal", "KILL", cid] in calls and calls.count(["start", cid]) == 1  # by ID
 
 
 def test_stopping_the_guard_leaves_a_watched_container_running(fake_docker: Path, tmp_path: Path) -> None:
@@ -138,3 +138,45 @@ def test_stopping_the_guard_leaves_a_watched_container_running(fake_docker: Path
     assert pid_alive(pid)
     calls = [json.loads(x)[0] for x in (fake_docker / "argv.log").read_text().splitlines()]
     assert "kill" not in calls and "stop" not in calls
+
+
+def test_a_container_recreated_under_the_same_name_is_never_touched(
+    fake_docker: Path, tmp_path: Path
+) -> None:
+    """Issue 16 item 12: after the watched container is gone, a new one named ``srv`` is another container."""
+    subprocess.run(["docker", "start", "srv"], check=True)
+    config = GuardConfig(min_available_gib=0.1, restart_budget=1, backoff_s=0.1, history=tmp_path / "h.jsonl")
+
+    def recreate() -> None:
+        wait_for(lambda: any(e["event"] == "start" for e in read_lines(config.history)), 10, "start")
+        os.kill(int((fake_docker / "pid").read_text()), 9)  # the watched container dies ...
+        (fake_docker / "id").write_text("f" * 48)  # ... and a new container takes its name
+        subprocess.run(["docker", "start", "srv"], check=True)
+
+    thread = threading.Thread(target=recreate)
+    thread.start()
+    with pytest.raises(GuardError, match="No such container"):
+        run_guard(config, container="srv")
+    thread.join()
+    new_pid = int((fake_docker / "pid").read_text())
+    assert pid_alive(new_pid)  # the new container was not killed, stopped or restarted
+    calls = [json.loads(x) for x in (fake_docker / "argv.log").read_text().splitlines()]
+    assert not [c for c in calls if c[0] in ("kill", "stop") or (c[0] == "start" and c[-1] != "srv")][1:]
+
+
+def test_oom_score_adj_only_for_the_containers_own_processes(fake_docker: Path, tmp_path: Path) -> None:
+    """A pid ``docker top`` lists that started before the container's init (a reused pid, a stranger)
+    is not written."""
+    subprocess.run(["docker", "start", "srv"], check=True)
+    stranger = subprocess.Popen(["sleep", "60"])  # started after the init: a member ...
+    older = os.getpid()  # ... this test process started long before it: a stranger
+    (fake_docker / "extra_pids").write_text(f"{stranger.pid} {older}")
+    try:
+        target = ContainerTarget("srv", 1000)
+        target.start()
+        init = int((fake_docker / "pid").read_text())
+        assert target.oom_score_adj_set == [init, stranger.pid]
+        assert Path(f"/proc/{os.getpid()}/oom_score_adj").read_text().strip() != "1000"
+    finally:
+        stranger.kill()
+        stranger.wait()

@@ -153,3 +153,41 @@ def test_xid_watcher_records_events_per_gpu_and_unavailable_registrations() -> N
     assert refused.stop() == {
         0: {"unavailable": "nvmlDeviceRegisterEvents: NVMLError_NotSupported: Not Supported"}
     }
+
+
+NOT_READ = {"unavailable": "nvmlDeviceGetTotalEccErrors: NVMLError_NoPermission: Insufficient Permissions"}
+
+
+def test_unreadable_uncorrected_counters_are_never_a_pass(h200_artifacts: dict[str, Any]) -> None:
+    """Issue 16 item 9: a counter that could not be read is not a 0."""
+    rec = copy.deepcopy(h200_artifacts["health_readings"]["0"])
+    for reading in (rec["start"], rec["end"]):
+        reading["ecc"]["uncorrected_volatile"] = NOT_READ
+        reading["ecc"]["uncorrected_aggregate"] = NOT_READ
+    got = verdicts(judge_health(0, rec["start"], rec["end"], rec["xid"]))
+    assert got["ecc"][0] is Verdict.UNAVAILABLE
+    assert "not read: end.uncorrected_volatile, end.uncorrected_aggregate" in (got["ecc"][1] or "")
+
+
+def test_a_fault_in_the_readable_part_still_stands(h200_artifacts: dict[str, Any]) -> None:
+    rec = copy.deepcopy(h200_artifacts["health_readings"]["0"])
+    rec["end"]["ecc"]["uncorrected_volatile"] = 2
+    rec["start"]["ecc"]["uncorrected_aggregate"] = NOT_READ
+    got = verdicts(judge_health(0, rec["start"], rec["end"], rec["xid"]))
+    assert got["ecc"][0] is Verdict.FAIL and "volatile 2" in (got["ecc"][1] or "")
+    rec["end"]["ecc"]["uncorrected_volatile"] = 0
+    got = verdicts(judge_health(0, rec["start"], rec["end"], rec["xid"]))
+    assert got["ecc"] == (Verdict.UNAVAILABLE, got["ecc"][1]) and "start.uncorrected_aggregate" in (
+        got["ecc"][1] or ""
+    )
+
+
+def test_unreadable_pcie_start_or_nvlink_counter_is_not_a_pass(h200_artifacts: dict[str, Any]) -> None:
+    rec = copy.deepcopy(h200_artifacts["health_readings"]["0"])
+    rec["start"]["pcie"]["replay_counter"] = NOT_READ
+    links = {"0": {"active": True, "replay": 0, "recovery": 0, "crc_flit": NOT_READ, "crc_data": 0}}
+    rec["start"]["nvlink"] = {"links": links}
+    rec["end"]["nvlink"] = {"links": copy.deepcopy(links)}
+    got = verdicts(judge_health(0, rec["start"], rec["end"], rec["xid"]))
+    assert got["pcie"][0] is Verdict.UNAVAILABLE and "start.replay_counter" in (got["pcie"][1] or "")
+    assert got["nvlink"][0] is Verdict.UNAVAILABLE and "link 0 crc_flit" in (got["nvlink"][1] or "")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from seatrial.hw import HwReport, TrialResult, render_hw_section, render_text
+from seatrial.hw import HwReport, render_text
+from seatrial.report.sections.hw import render_sheet
+from seatrial.runs import TrialResult
 from seatrial.verdict import Verdict
 
 EVIDENCE = Path(__file__).parents[2] / "evidence" / "h200" / "hw_h200.json"
@@ -18,7 +20,18 @@ def h200_report() -> HwReport:
 
 
 def test_round_trip_of_the_evidence_json_is_exact() -> None:
-    assert h200_report().to_json() == json.loads(EVIDENCE.read_text())
+    doc = json.loads(EVIDENCE.read_text())
+    again = h200_report().to_json()
+    assert again["gpus"] == doc["gpus"]
+    assert [
+        {k: v for k, v in t.items() if k in ("name", "gpu", "verdict", "reason", "evidence")}
+        for t in again["trials"]
+    ] == doc["trials"]
+    # what the verdicts add up to: PASSes, fp4 UNSUPPORTED and four readings NVML could not give
+    assert again["passed"] is True and again["counts"] == {"PASS": 8, "UNAVAILABLE": 4, "UNSUPPORTED": 1}
+    assert {t["name"] for t in again["not_measured"]} == {
+        "health.retired_pages", "health.nvlink", "dcgm", "collectives", "precision.fp4"
+    }  # fmt: skip
 
 
 def test_table_shows_each_trial_with_its_figures() -> None:
@@ -39,7 +52,7 @@ def test_html_section_is_an_escaped_fragment_with_telemetry() -> None:
     report.trials.append(
         TrialResult(name="dcgm", gpu=None, verdict=Verdict.UNAVAILABLE, reason="<script>x</script>")
     )
-    html = render_hw_section(report)
+    html = render_sheet(report.to_json())
     assert html.startswith('<section class="seatrial-hw">') and html.rstrip().endswith("</section>")
     assert "&lt;script&gt;x&lt;/script&gt;" in html and "<script>" not in html
     assert "burn telemetry, GPU 0 (61 samples)" in html

@@ -18,6 +18,7 @@ from seatrial.hw import HwConfig, run_hw, runner
 from seatrial.hw.env import HwEnv
 from seatrial.hw.models import TRIAL_NAMES
 from seatrial.hw.nvml import Nvml
+from seatrial.runs import judge_run
 from seatrial.verdict import Verdict
 
 from .fake_nvml import FakeNvmlLib
@@ -60,7 +61,8 @@ def test_nvml_without_cuda_judges_nvml_trials_and_marks_torch_trials_unavailable
     assert [t.reason for t in tail[1:]] == [NO_CUDA] * 5
     assert [g.name for g in report.gpus] == ["NVIDIA H200", "NVIDIA H200"]
     assert report.gpus[0].compute_capability == "9.0" and report.gpus[0].virtualization_mode == "passthrough"
-    assert not report.ok
+    judged = judge_run(report.trials)
+    assert not judged["passed"] and judged["exit_code"] == 1  # inventory FAILed
 
 
 def test_gpu_selection_and_trial_groups(two_gpus_without_cuda: None) -> None:
@@ -72,20 +74,27 @@ def test_gpu_selection_and_trial_groups(two_gpus_without_cuda: None) -> None:
         run_hw(HwConfig(trials=["fp8"]))
 
 
-def test_cli_no_gpu_exits_0_with_every_trial_unavailable(no_gpu: None, tmp_path: Path) -> None:
+def test_cli_no_gpu_exits_8_with_every_trial_unavailable(no_gpu: None, tmp_path: Path) -> None:
+    """Issue 16 item 4: nothing measured is exit 8, not a success; --require makes it a failure."""
     result = CliRunner().invoke(
         app, ["hw", "--json", str(tmp_path / "hw.json"), "--out", str(tmp_path / "run")]
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 8, result.output
     doc = json.loads((tmp_path / "hw.json").read_text())
     assert doc["gpus"] == [] and [t["name"] for t in doc["trials"]] == SHEET_NAMES
+    assert doc["passed"] is False and doc["counts"] == {"UNAVAILABLE": len(SHEET_NAMES)}
+    assert [t["name"] for t in doc["not_measured"]] == SHEET_NAMES
     for t in doc["trials"]:
-        assert set(t) == {"name", "gpu", "verdict", "reason", "evidence"} and t["gpu"] is None
+        assert {"name", "gpu", "verdict", "reason", "evidence"} <= set(t) and t["gpu"] is None
         assert t["verdict"] == "UNAVAILABLE" and t["reason"].startswith("no GPU found: NVML could not start")
     assert json.loads((tmp_path / "run" / "summary.json").read_text()) == doc
-    assert "UNAVAILABLE" in (tmp_path / "run" / "table.txt").read_text()
-    assert (tmp_path / "run" / "hw_section.html").read_text().startswith('<section class="seatrial-hw">')
+    table = (tmp_path / "run" / "table.txt").read_text()
+    assert table.count("no GPU found") == 1 and f"({len(SHEET_NAMES)} trials)" in table  # said once
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert '<section class="seatrial-hw">' in page and not (tmp_path / "run" / "requests.jsonl").exists()
     assert "no GPU could be used" in result.output
+    required = CliRunner().invoke(app, ["hw", "--require", "precision.bf16"])
+    assert required.exit_code == 1 and "required trial not measured: precision.bf16" in required.output
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the no-GPU path is for CI")
@@ -94,7 +103,7 @@ def test_real_machine_without_gpu_is_unavailable_everywhere(tmp_path: Path) -> N
     proc = subprocess.run(
         cmd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=120
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 8, proc.stderr
     doc = json.loads((tmp_path / "hw.json").read_text())
     assert {t["verdict"] for t in doc["trials"]} == {"UNAVAILABLE"} and len(doc["trials"]) == len(SHEET_NAMES)
     assert "no GPU could be used" in proc.stderr
@@ -116,3 +125,15 @@ def test_bad_flags_are_config_errors(no_gpu: None, args: list[str], message: str
 def test_trial_names_are_the_contract() -> None:
     assert TRIAL_NAMES == ("inventory", "health", "dcgm", "precision.bf16", "precision.fp8", "precision.fp4",
                            "burn", "collectives")  # fmt: skip
+
+
+def test_table_keeps_brackets_in_reasons() -> None:
+    """Issue 16 item 16: rich markup ate ``[gpu]`` out of the install hint."""
+    from seatrial.hw import HwReport, render_text
+    from seatrial.hw.nvml import INSTALL_HINT
+    from seatrial.runs import TrialResult
+
+    sheet = HwReport(
+        gpus=[], trials=[TrialResult(name="dcgm", verdict=Verdict.UNAVAILABLE, reason=INSTALL_HINT)]
+    )
+    assert "pip install 'seatrial[gpu]'" in render_text(sheet, width=200)

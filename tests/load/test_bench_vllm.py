@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from seatrial.cli.app import app
-from seatrial.report.runfolder import read_jsonl
+from seatrial.runs.folder import read_jsonl
 from seatrial.server.engine import LocalEngine
 from seatrial.server.prom import filtered_url, parse_metrics
 

@@ -9,7 +9,7 @@ import pytest
 
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
-from seatrial.report.runfolder import RunFolder, read_jsonl
+from seatrial.runs.folder import RunFolder, read_jsonl
 from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from seatrial.report.runfolder import read_jsonl
+from seatrial.runs.folder import read_jsonl
 from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from seatrial.load.metrics import level_metrics
 from seatrial.load.records import RequestRecord
-from seatrial.load.stats import distribution
+from seatrial.stats import distribution
 
 
 def rec(

@@ -44,6 +44,34 @@ def test_open_loop_caps_in_flight_and_records_schedule() -> None:
     assert scheduled[0] == pytest.approx(0.0, abs=5.0)
 
 
+def test_a_cap_that_holds_arrivals_back_shows_in_the_rate_and_makes_the_level_invalid() -> None:
+    """Issue 16 item 13: 2 slots of 50 ms each carry 40 arrivals/s at most, not the asked 200/s. The
+    schedule keeps its due times, the wait for a slot is not client lag, and the level is INVALID."""
+    from seatrial.load.config import LoadConfig
+    from seatrial.load.validity import invalid_reasons
+
+    plan = LevelPlan(concurrency=2, rate=200.0, arrival="constant")
+    specs = [RequestSpec("p", 4) for _ in range(20)]
+
+    async def send(spec: RequestSpec, rec: RequestRecord) -> RequestRecord:
+        await asyncio.sleep(0.05)
+        rec.output_tokens = 4
+        return rec
+
+    records, delivery = asyncio.run(run_level(specs, plan, "measure", "t", send, lambda r: None))
+    assert delivery.scheduled_rate == pytest.approx(200.0, rel=0.01)
+    assert delivery.achieved_rate is not None and delivery.achieved_rate < 50.0
+    assert max(r.scheduled_ms for r in records) == pytest.approx(95.0, abs=1.0)  # 19 / 200 s: not reset
+    assert max(r.cap_wait_ms for r in records) > 300 and max(r.lag_ms for r in records) < 20
+    load = LoadConfig(concurrency=[2], rate=200.0, max_concurrency=2, requests=20, max_lag_ms=50)
+    reasons = invalid_reasons(records, delivery, load, 2, closed_loop=False)
+    assert any("below 95% of the schedule's 200/s" in r for r in reasons), reasons
+    # an uncapped level delivers its schedule
+    wide = LevelPlan(concurrency=20, rate=200.0, arrival="constant")
+    records, delivery = asyncio.run(run_level(specs, wide, "measure", "w", send, lambda r: None))
+    assert not invalid_reasons(records, delivery, load, 20, closed_loop=False)
+
+
 def test_poisson_offsets_have_the_asked_rate() -> None:
     offsets = arrival_offsets_s(20_000, rate=50.0, arrival="poisson", seed=1)
     gaps = np.diff(offsets)

@@ -64,3 +64,25 @@ def test_usage_in_every_chunk_spreads_each_gap_over_its_tokens() -> None:
         assert r.itl_ms[0] == r.itl_ms[1] == r.itl_ms[2] and r.itl_ms[3] == r.itl_ms[4]
         assert r.itl_ms[0] * 3 == pytest.approx(4.0, abs=3.0)  # the server's 4 ms between chunks
     assert client_timing(records, max_lag_ms=50.0)["itl_per_chunk_requests"] == 0
+
+
+def test_an_empty_completions_chunk_carries_no_token() -> None:
+    """Issue 16 item 14: a trailing finish chunk with empty text and no usage is not a token (it added
+    a fake ITL sample)."""
+    from seatrial.load.client import _Timing
+    from seatrial.load.sse import parse_data_line
+
+    rec = RequestRecord("x", "measure", 1)
+    timing = _Timing(rec, 0)
+    lines = [
+        b'data: {"id":"c","choices":[{"index":0,"text":" a","finish_reason":null}]}',
+        b'data: {"id":"c","choices":[{"index":0,"text":" b","finish_reason":null}]}',
+        b'data: {"id":"c","choices":[{"index":0,"text":"","finish_reason":"length"}]}',
+    ]
+    for t, line in enumerate(lines, start=1):
+        chunk = parse_data_line(line)
+        assert chunk is not None
+        timing.on_chunk(chunk, t * 1_000_000)
+    timing.finish(4_000_000)
+    assert rec.chunks == 2 and rec.itl_ms == [1.0] and rec.output_tokens == 2
+    assert rec.finish_reason == "length"

@@ -16,7 +16,7 @@ from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig, WorkloadConfig
 from seatrial.load.tokenize import ServerTokenizer
 from seatrial.load.workloads import LANGUAGES, TASKS, RequestSpec, build_specs
-from seatrial.report.runfolder import RunFolder, read_jsonl
+from seatrial.runs.folder import RunFolder, read_jsonl
 from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
 
 

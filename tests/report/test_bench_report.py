@@ -9,7 +9,7 @@ from pathlib import Path
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
 from seatrial.report.html import write_report
-from seatrial.report.runfolder import RunFolder
+from seatrial.runs.folder import RunFolder
 from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
 
 from .chromium import drawn_pixels, screenshot

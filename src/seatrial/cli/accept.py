@@ -8,12 +8,12 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from seatrial.cli.common import console, emit_json, out, parse_name_list
+from seatrial.cli.common import console, emit_json, out, parse_name_list, verdict_exit
 from seatrial.cli.progress import LiveProgress
 from seatrial.errors import ConfigError, RunInterrupted
+from seatrial.runs import counts_line
 from seatrial.trials import run_accept
 
-FAILED_EXIT = 1
 STYLE = {"PASS": "green", "FAIL": "red", "UNSUPPORTED": "dim", "UNAVAILABLE": "dim"}
 
 
@@ -48,10 +48,18 @@ def accept(
         str | None, typer.Option(help="Subset, e.g. saturation,prefix-cache (default: the profile's)")
     ] = None,
     scale: Annotated[str, typer.Option(help="small (CPU server) or full")] = "full",
+    require: Annotated[
+        str | None,
+        typer.Option(help="Trials that must be measured: UNAVAILABLE/UNSUPPORTED there fails the run"),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Prompt seed; default: a new one per run, recorded in run.json")
+    ] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary JSON here")] = None,
 ) -> None:
-    """Run the acceptance trials; exit 0 only when every trial passed."""
+    """Run the acceptance trials; exit 0 only when the run passed (a PASS and no failed verdict),
+    1 on a failed verdict, 8 when nothing could be measured."""
     if scale not in ("small", "full"):
         raise ConfigError(f"--scale must be small or full, got {scale!r}")
     try:
@@ -65,6 +73,8 @@ def accept(
                 scale="small" if scale == "small" else "full",
                 out_dir=out_dir,
                 progress=progress,
+                require=parse_name_list(require),
+                seed=seed,
             )
     except KeyboardInterrupt:
         where = f"; partial run folder: {out_dir}" if out_dir else ""
@@ -72,9 +82,9 @@ def accept(
     out.print(verdict_table(summary["trials"]))
     if out_dir:
         console.print(f"report: {out_dir / 'report.html'}", highlight=False)
+    console.print(f"passed: {summary['passed']} ({counts_line(summary['counts'])})", highlight=False)
     emit_json(json_path, summary)
-    if not summary["passed"]:
-        raise typer.Exit(FAILED_EXIT)
+    verdict_exit(summary["trials"], parse_name_list(require))
 
 
 def register(app: typer.Typer) -> None:

@@ -10,12 +10,12 @@ import typer
 from pydantic import ValidationError
 
 from seatrial.cli.common import console, emit_json, out, parse_int_list
-from seatrial.cli.progress import LiveProgress, engine_view_table, levels_table
+from seatrial.cli.progress import LiveProgress, engine_view_table, levels_table, print_level_notes
 from seatrial.errors import ConfigError, RunInterrupted
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
 from seatrial.report.html import write_report
-from seatrial.report.runfolder import RunFolder
+from seatrial.runs.folder import RunFolder
 
 EOS_BY_DEFAULT = {"random", "prefill", "decode", "mixed", "shared-prefix"}
 INVALID_EXIT = 1
@@ -52,7 +52,10 @@ def bench(
     num_prefixes: Annotated[int, typer.Option(help="shared-prefix: distinct prefixes")] = 4,
     long_share: Annotated[float, typer.Option(help="mixed: share of long-prefill requests")] = 0.2,
     long_input_len: Annotated[int, typer.Option(help="mixed: prompt tokens of long requests")] = 2048,
-    seed: Annotated[int, typer.Option(help="Workload seed")] = 0,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="Workload seed; default: a new one per run, recorded in run.json (reproduces it)"),
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Per-request total timeout, s")] = 600.0,
     stall_timeout: Annotated[
         float, typer.Option(help="Fail a request after this long without data, s")
@@ -125,6 +128,7 @@ def bench(
     out.print(levels_table(summary["levels"]))
     if (engine := engine_view_table(summary["levels"])) is not None:
         out.print(engine)
+    print_level_notes(summary["levels"])
     emit_json(json_path, summary)
     if not summary["valid"] and not allow_invalid:
         raise typer.Exit(INVALID_EXIT)

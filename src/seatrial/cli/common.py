@@ -1,8 +1,11 @@
-"""Helpers shared by CLI commands: error mapping, JSON output, parsing of list flags."""
+"""Helpers shared by CLI commands: error mapping, JSON output, parsing of list flags, verdict exits."""
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +13,8 @@ import typer
 from rich.console import Console
 
 from seatrial.errors import ConfigError, SeatrialError
-from seatrial.jsonio import write_json
+
+INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE: a bug in seatrial, never a verdict (1) or bad input (2)
 
 console = Console(stderr=True)
 # Tables stay readable when stdout is a file or a pipe (CI logs, evidence files).
@@ -38,21 +42,49 @@ def run_cli(app: typer.Typer) -> None:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()
             sys.exit(int(exc.exit_code))
-        raise
+        internal_error(exc)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def internal_error(exc: BaseException) -> None:
+    """An exception seatrial did not expect: one line (the traceback with SEATRIAL_DEBUG=1), exit 70."""
+    console.print(
+        f"[bold red]internal error:[/] {type(exc).__name__}: {exc} (a seatrial bug; SEATRIAL_DEBUG=1 shows where)",
+        highlight=False,
+        markup=True,
+    )
+    if os.environ.get("SEATRIAL_DEBUG") == "1":
+        console.print(traceback.format_exc(), highlight=False, markup=False)
+    sys.exit(INTERNAL_ERROR_EXIT)
 
 
 def emit_json(path: Path | None, payload: Any) -> None:
     """Write the machine-readable summary when ``--json PATH`` was given (``-`` means stdout)."""
     if path is None:
         return
+    from seatrial.runs.redact import redact
+
     if str(path) == "-":
         from seatrial.jsonio import dumps
 
-        sys.stdout.write(dumps(payload).decode() + "\n")
+        sys.stdout.write(dumps(redact(payload)).decode() + "\n")
         return
-    write_json(path, payload)
+    from seatrial.jsonio import write_json
+
+    write_json(path, redact(payload))
     console.print(f"wrote {path}", highlight=False)
+
+
+def verdict_exit(trials: Iterable[Any], require: list[str]) -> None:
+    """Exit with what the verdicts add up to: 0 passed, 1 a failed verdict, 8 nothing measured."""
+    from seatrial.runs.verdicts import NOTHING_MEASURED_EXIT, judge_run
+
+    judged = judge_run(trials, require)
+    for name in judged["missing_required"]:
+        console.print(f"[red]required trial not measured:[/] {name}", highlight=False)
+    if judged["exit_code"] == NOTHING_MEASURED_EXIT:
+        console.print("nothing was measured: every trial is UNAVAILABLE or UNSUPPORTED (exit 8)")
+    raise typer.Exit(judged["exit_code"])
 
 
 def parse_int_list(text: str | None, flag: str) -> list[int]:

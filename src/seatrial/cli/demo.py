@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from seatrial.cli.common import console, emit_json, out
 from seatrial.demo import run_demo
+from seatrial.runs import counts_line
 
 
 def demo(
@@ -22,12 +24,23 @@ def demo(
     target = out_dir or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
     summary = run_demo(target, log=lambda m: console.print(m, highlight=False))
     for s in summary["steps"]:
-        mark = "[green]ok[/]" if s["ok"] else f"[red]FAILED[/] {s['error']}"
-        out.print(f"{s['name']:<10} {mark}  ({s['seconds']} s)")
+        out.print(f"{s['name']:<10} {step_line(s)}  ({s['seconds']} s)", highlight=False)
     out.print(f"report: {target / 'report.html'}")
     emit_json(json_path, summary)
     if not all(s["ok"] for s in summary["steps"]):
         raise typer.Exit(1)
+
+
+def step_line(step: dict[str, Any]) -> str:
+    """``ran``, or the verdict counts of a step that judges trials, or why it did not run."""
+    if not step["ok"]:
+        return f"[red]FAILED[/] {escape(step['error'] or '')}"
+    if step.get("verdicts") is not None:
+        mark = "[green]passed[/]" if step["passed"] else "[yellow]not passed[/]"
+        return f"{mark}: {counts_line(step['verdicts'])}"
+    if step.get("valid_levels"):
+        return f"ran: {step['valid_levels']} levels valid"
+    return "ran"
 
 
 def register(app: typer.Typer) -> None:

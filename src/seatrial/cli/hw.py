@@ -7,10 +7,11 @@ from pathlib import Path
 import typer
 from pydantic import ValidationError
 
-from seatrial.cli.common import console, emit_json, out, parse_name_list
+from seatrial.cli.common import console, emit_json, out, parse_name_list, verdict_exit
 from seatrial.errors import ConfigError
-from seatrial.hw import TRIAL_NAMES, HwConfig, build_table, run_hw
-from seatrial.hw.runfolder import write_run_folder
+from seatrial.hw import TRIAL_NAMES, HwConfig, HwRun, build_table, render_text, run_hw
+from seatrial.report.html import write_report
+from seatrial.runs import RunFolder, counts_line
 
 
 def parse_gpus(text: str) -> list[int] | None:
@@ -24,6 +25,16 @@ def parse_gpus(text: str) -> list[int] | None:
     if not indices or min(indices) < 0:
         raise ConfigError(f"--gpus: expected 'all' or non-negative indices like 0,1; got {text!r}")
     return indices
+
+
+def write_hw_folder(out_dir: Path, run: HwRun, cfg: HwConfig, sheet: dict[str, object]) -> None:
+    """run.json, summary.json (the sheet), table.txt, artifacts.json and report.html."""
+    extra = {"environment_gpu": run.report.environment}
+    with RunFolder(out_dir, "hw", cfg.model_dump(mode="json"), requests=False, extra=extra) as folder:
+        folder.write_summary(sheet)
+        folder.write_file("table.txt", render_text(run.report))
+        folder.write_file("artifacts.json", run.artifacts)
+    write_report(out_dir)
 
 
 def register(app: typer.Typer) -> None:
@@ -46,8 +57,15 @@ def register(app: typer.Typer) -> None:
             0.9, "--burn-min-share", help="burn FAILs a GPU below this share of the best"
         ),
         matmul_size: int = typer.Option(8192, "--matmul-size", help="M = N = K of the matrix products"),
+        require: str | None = typer.Option(
+            None,
+            "--require",
+            help="trials that must be measured: UNAVAILABLE/UNSUPPORTED there fails the run",
+        ),
     ) -> None:
-        """Prove the GPUs: inventory, health, precision paths, burn, collectives, DCGM."""
+        """Prove the GPUs: inventory, health, precision paths, burn, collectives, DCGM.
+
+        Exit 0 when the run passed, 1 on a failed verdict, 8 when nothing could be measured."""
         try:
             cfg = HwConfig(
                 gpus=parse_gpus(gpus),
@@ -62,10 +80,12 @@ def register(app: typer.Typer) -> None:
             first = exc.errors()[0]
             raise ConfigError(f"hw: {'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from None
         run = run_hw(cfg)
+        sheet = run.report.to_json(parse_name_list(require))
         out.print(build_table(run.report))
         if not run.report.gpus:
             console.print("no GPU could be used: every trial is UNAVAILABLE (see the reasons above)")
-        emit_json(json_path, run.report.to_json())
+        console.print(f"passed: {sheet['passed']} ({counts_line(sheet['counts'])})", highlight=False)
+        emit_json(json_path, sheet)
         if out_dir is not None:
-            write_run_folder(out_dir, run, cfg)
-        raise typer.Exit(0 if run.report.ok else 1)
+            write_hw_folder(out_dir, run, cfg, sheet)
+        verdict_exit(run.report.trials, parse_name_list(require))

@@ -5,12 +5,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Table as RichTable
+from rich.text import Text
 
 from seatrial.cli.common import console
-from seatrial.load.metrics import engine_means_shown, level_label
 from seatrial.load.records import RequestRecord
+from seatrial.runs.levels import engine_table, level_notes, level_table
+from seatrial.runs.table import Table
 
 
 class LiveProgress:
@@ -61,76 +64,28 @@ class LiveProgress:
             )
         if not summary["valid"]:
             for reason in summary["invalid_reasons"]:
-                console.print(f"  [red]INVALID[/] {reason}", highlight=False)
-        if note := summary.get("client_timing", {}).get("note"):
-            console.print(f"  [yellow]note[/] {note}", highlight=False)
+                console.print(f"  [red]INVALID[/] {escape(reason)}", highlight=False)
 
 
-def _ms(dist: dict[str, Any], key: str) -> str:
-    v = dist.get(key)
-    return "-" if v is None else f"{v:,.1f}"
+def rich_table(table: Table) -> RichTable:
+    """A :class:`seatrial.runs.table.Table` for the console; rows not ok are red."""
+    out = RichTable(title=table.title, title_justify="left", header_style="bold")
+    for i, col in enumerate(table.columns):
+        out.add_column(col, justify="left" if i == 0 or col == "valid" else "right")
+    for row, ok in zip(table.rows, table.ok, strict=True):
+        out.add_row(*(Text(c) for c in row), style=None if ok else "red")
+    return out
 
 
-def _num(v: Any, fmt: str = "{:,.1f}") -> str:
-    return "-" if v is None else fmt.format(v)
+def levels_table(levels: list[dict[str, Any]]) -> RichTable:
+    return rich_table(level_table(levels))
 
 
-def levels_table(levels: list[dict[str, Any]]) -> Table:
-    table = Table(title="seatrial bench", header_style="bold")
-    cols = [
-        "level",
-        "ok",
-        "fail",
-        "out tok/s",
-        "user tok/s",
-        "TTFT p50",
-        "TTFT p99",
-        "TPOT p50",
-        "ITL p50",
-        "ITL p99",
-        "E2E p50",
-        "run/wait max",
-        "KV max",
-        "valid",
-    ]
-    for col in cols:
-        table.add_column(col, justify="right")
-    for lv in levels:
-        srv = lv["server"]
-        table.add_row(
-            level_label(lv),
-            str(lv["requests_ok"]),
-            str(lv["requests_failed"]),
-            _num(lv["output_tok_s"]),
-            _num(lv["per_user_output_tok_s"]),
-            _ms(lv["ttft_ms"], "p50"),
-            _ms(lv["ttft_ms"], "p99"),
-            _ms(lv["tpot_ms"], "p50"),
-            _ms(lv["itl_ms"], "p50"),
-            _ms(lv["itl_ms"], "p99"),
-            _ms(lv["e2e_ms"], "p50"),
-            f"{_num(srv.get('running_max'), '{:.0f}')}/{_num(srv.get('waiting_max'), '{:.0f}')}",
-            _num(srv.get("kv_cache_usage_max"), "{:.1%}"),
-            "[green]yes[/]" if lv["valid"] else "[red]NO[/]",
-        )
-    return table
+def engine_view_table(levels: list[dict[str, Any]]) -> RichTable | None:
+    table = engine_table(levels)
+    return None if table is None else rich_table(table)
 
 
-def engine_view_table(levels: list[dict[str, Any]]) -> Table | None:
-    """Client-measured mean latencies beside the engine's own (its histograms over the same window):
-    the difference is time spent outside the engine (API server, network, client). None when the
-    engine exports no latency histograms."""
-    shown = engine_means_shown(levels)
-    if not shown:
-        return None
-    table = Table(title="Mean latency (ms): client / engine's own histograms", title_justify="left")
-    table.add_column("level")
-    for name, _, _ in shown:
-        table.add_column(f"{name} client / engine", justify="right")
-    table.add_column("engine requests", justify="right")
-    for lv in levels:
-        srv = lv["server"]
-        cells = [f"{_num(lv[key].get('mean'))} / {_num(srv.get(f'{h}_ms_mean'))}" for _, key, h in shown]
-        counts = {srv.get(f"{h}_count") for _, _, h in shown} - {None}
-        table.add_row(level_label(lv), *cells, "/".join(str(c) for c in sorted(counts)) or "-")
-    return table
+def print_level_notes(levels: list[dict[str, Any]]) -> None:
+    for line in level_notes(levels):
+        console.print(f"[yellow]note[/] {escape(line)}", highlight=False)

@@ -1,6 +1,7 @@
 """The guard's history: one JSON line per event, appended and flushed as it happens.
 
-Every line carries ``time`` (ISO 8601, UTC), ``time_unix_s``, ``event``, ``reason``, the memory fields of
+Every line passes through :func:`seatrial.runs.redact` (an ``--api-key`` in the server's command is
+never written). Every line carries ``time`` (ISO 8601, UTC), ``time_unix_s``, ``event``, ``reason``, the memory fields of
 :class:`~seatrial.guard.meminfo.MemSample` (MemAvailable and swap), and ``target`` (the process group or
 container). Events: ``start``, ``health``, ``kill``, ``exit``, ``restart``, ``give-up``, ``stop``, ``refuse``.
 A ``restart`` line says ``planned`` true or false; only unplanned restarts spend the restart budget.
@@ -18,6 +19,7 @@ import orjson
 
 from seatrial.errors import GuardError
 from seatrial.guard.meminfo import MemSample
+from seatrial.runs.redact import redact
 
 Echo = Callable[[dict[str, Any]], None]
 EVENTS = ("start", "health", "kill", "exit", "restart", "give-up", "stop", "refuse")
@@ -47,15 +49,17 @@ class History:
     ) -> dict[str, Any]:
         if event not in EVENTS:
             raise ValueError(f"unknown history event {event!r}")
-        line: dict[str, Any] = {
-            "time": _iso(sample.time_unix_s),
-            "time_unix_s": round(sample.time_unix_s, 3),
-            "event": event,
-            "reason": reason,
-            **sample.as_fields(),
-            "target": target,
-            **extra,
-        }
+        line: dict[str, Any] = redact(
+            {
+                "time": _iso(sample.time_unix_s),
+                "time_unix_s": round(sample.time_unix_s, 3),
+                "event": event,
+                "reason": reason,
+                **sample.as_fields(),
+                "target": target,
+                **extra,
+            }
+        )
         self._fh.write(orjson.dumps(line) + b"\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())

@@ -34,6 +34,13 @@ def read_stat(pid: int) -> ProcStat | None:
         raw = (PROC / str(pid) / "stat").read_bytes()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
+    return parse_stat(pid, raw)
+
+
+def parse_stat(pid: int, raw: bytes) -> ProcStat | None:
+    """The fields of one ``stat`` file's bytes; None when they are not one."""
+    if b")" not in raw:
+        return None
     # comm is in parentheses and may itself contain spaces or parentheses: split at the last ')'.
     close = raw.rfind(b")")
     comm = raw[raw.find(b"(") + 1 : close].decode(errors="replace")

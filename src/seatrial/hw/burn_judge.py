@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from seatrial.hw.models import TrialResult
 from seatrial.hw.telemetry import abnormal_clock_events, decode_clock_events
+from seatrial.runs.result import TrialResult, because
 from seatrial.verdict import Verdict
 
 
@@ -63,13 +63,17 @@ def judge_burn(
         )
     if problems:
         return TrialResult(
-            name="burn", gpu=gpu, verdict=Verdict.FAIL, reason="; ".join(problems), evidence=evidence
+            name="burn",
+            gpu=gpu,
+            verdict=Verdict.FAIL,
+            reasons=because("; ".join(problems)),
+            evidence=evidence,
         )
     if not any(s.get("clock_event_reasons") is not None for s in samples):
         reason = "clock-event reasons unavailable: " + telemetry_unavailable.get(
             "clock_event_reasons", "no samples"
         )
         return TrialResult(
-            name="burn", gpu=gpu, verdict=Verdict.REVIEW_REQUIRED, reason=reason, evidence=evidence
+            name="burn", gpu=gpu, verdict=Verdict.REVIEW_REQUIRED, reasons=because(reason), evidence=evidence
         )
     return TrialResult(name="burn", gpu=gpu, verdict=Verdict.PASS, evidence=evidence)

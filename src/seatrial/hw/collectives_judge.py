@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seatrial.hw.models import TrialResult
+from seatrial.runs.result import TrialResult, because
 from seatrial.verdict import Verdict
 
 
@@ -21,7 +21,7 @@ def judge_collectives(rows: list[dict[str, Any]], world: int, backend: str) -> T
     if wrong:
         reason = "wrong result: " + ", ".join(wrong)
         return TrialResult(
-            name="collectives", gpu=None, verdict=Verdict.FAIL, reason=reason, evidence=evidence
+            name="collectives", gpu=None, verdict=Verdict.FAIL, reasons=because(reason), evidence=evidence
         )
     return TrialResult(name="collectives", gpu=None, verdict=Verdict.PASS, evidence=evidence)
 
@@ -32,6 +32,6 @@ def unavailable_collectives(selected: int) -> TrialResult:
         name="collectives",
         gpu=None,
         verdict=Verdict.UNAVAILABLE,
-        reason=reason,
+        reasons=because(reason),
         evidence={"selected": selected},
     )

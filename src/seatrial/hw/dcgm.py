@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from typing import Any
 
-from seatrial.hw.models import TrialResult
+from seatrial.runs.result import TrialResult, because
 from seatrial.verdict import Verdict
 
 DCGM_TIMEOUT_S = 3600
@@ -53,7 +53,7 @@ def run_dcgm(level: int) -> list[TrialResult]:
 
 def _unavailable(reason: str, level: int) -> TrialResult:
     return TrialResult(
-        name="dcgm", gpu=None, verdict=Verdict.UNAVAILABLE, reason=reason, evidence={"level": level}
+        name="dcgm", gpu=None, verdict=Verdict.UNAVAILABLE, reasons=because(reason), evidence={"level": level}
     )
 
 
@@ -95,5 +95,7 @@ def parse_dcgm(doc: dict[str, Any], level: int) -> list[TrialResult]:
             reason = "; ".join(messages) if verdict is not Verdict.PASS and messages else None
             if verdict is not Verdict.PASS and reason is None:
                 reason = f"DCGM result: {evidence['dcgm_result']}"
-            trials.append(TrialResult(name=name, gpu=None, verdict=verdict, reason=reason, evidence=evidence))
+            trials.append(
+                TrialResult(name=name, gpu=None, verdict=verdict, reasons=because(reason), evidence=evidence)
+            )
     return trials or [_unavailable("dcgmi diag JSON lists no tests", level)]

@@ -11,11 +11,12 @@ from seatrial.hw.burn_judge import judge_burn
 from seatrial.hw.collectives import message_sizes, run_collectives
 from seatrial.hw.collectives_judge import judge_collectives, unavailable_collectives
 from seatrial.hw.env import HwEnv, cuda_index
-from seatrial.hw.models import GpuInfo, HwConfig, TrialResult
+from seatrial.hw.models import GpuInfo, HwConfig
 from seatrial.hw.peaks import peak_tflops
 from seatrial.hw.precision import run_precision
 from seatrial.hw.precision_judge import FORMATS, judge_error, judge_precision
 from seatrial.hw.telemetry import TelemetrySampler
+from seatrial.runs.result import TrialResult, because
 from seatrial.verdict import Verdict
 
 COLLECTIVE_MIN_BYTES = 1 << 20
@@ -27,7 +28,8 @@ def run_gpu_trials(
     """Run each of ``trials`` over ``gpus``; without CUDA each is UNAVAILABLE with torch's reason."""
     if env.cuda_reason is not None:
         return [
-            TrialResult(name=t, gpu=None, verdict=Verdict.UNAVAILABLE, reason=env.cuda_reason) for t in trials
+            TrialResult(name=t, gpu=None, verdict=Verdict.UNAVAILABLE, reasons=because(env.cuda_reason))
+            for t in trials
         ]
     devices = {g.index: torch.device("cuda", cuda_index(env, g)) for g in gpus}
     names = {g.index: g.name for g in gpus}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from seatrial.hw.models import GpuInfo, TrialResult
+from seatrial.hw.models import GpuInfo
 from seatrial.hw.nvml import Nvml, Unavailable, read
+from seatrial.runs.result import TrialResult, because
 from seatrial.verdict import Verdict
 
 #: NVML's nvmlGpuVirtualizationMode_t values.
@@ -79,7 +80,9 @@ def judge_inventory(
     }
     if expect_gpus is not None and visible < expect_gpus:
         reason = f"{visible} GPU(s) visible, {expect_gpus} expected (--expect-gpus)"
-        return TrialResult(name="inventory", gpu=None, verdict=Verdict.FAIL, reason=reason, evidence=evidence)
+        return TrialResult(
+            name="inventory", gpu=None, verdict=Verdict.FAIL, reasons=because(reason), evidence=evidence
+        )
     return TrialResult(name="inventory", gpu=None, verdict=Verdict.PASS, evidence=evidence)
 
 

@@ -1,8 +1,9 @@
 """Typed configuration and results of ``seatrial hw``.
 
 The JSON contract (issue 6, item 7) is ``{"gpus": [...], "trials": [{"name", "gpu", "verdict",
-"reason"?, "evidence": {...}}]}``: ``gpu`` is null for a trial over several GPUs and ``reason`` is
-present only when the verdict needs one.
+"reason"?, "evidence": {...}}], "passed", "not_measured", "counts"}``: ``gpu`` is null for a trial over
+several GPUs and ``reason`` is present only when the verdict needs one (the trial rows are
+:class:`seatrial.runs.TrialResult`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from seatrial.verdict import Verdict
+from seatrial.runs.result import TrialResult
+from seatrial.runs.verdicts import judge_run
 
 #: Every trial name, in the order a run executes them (health is judged at the end of the run).
 TRIAL_NAMES: tuple[str, ...] = (
@@ -65,25 +67,6 @@ class GpuInfo(BaseModel):
     unavailable: dict[str, str] = Field(default_factory=dict)
 
 
-class TrialResult(BaseModel):
-    """One line of the verdict sheet, with the evidence the verdict was drawn from."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    gpu: int | None
-    verdict: Verdict
-    reason: str | None = None
-    evidence: dict[str, Any] = Field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        row: dict[str, Any] = {"name": self.name, "gpu": self.gpu, "verdict": self.verdict.value}
-        if self.reason is not None:
-            row["reason"] = self.reason
-        row["evidence"] = self.evidence
-        return row
-
-
 class HwReport(BaseModel):
     """The whole verdict sheet of one run. ``environment`` (versions) goes to run.json, not to the
     sheet's JSON, which is exactly ``{"gpus", "trials"}``."""
@@ -94,21 +77,19 @@ class HwReport(BaseModel):
     trials: list[TrialResult]
     environment: dict[str, Any] = Field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "gpus": [g.model_dump(mode="json") for g in self.gpus],
-            "trials": [t.to_json() for t in self.trials],
-        }
-
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> HwReport:
         """Read back a sheet written by :meth:`to_json` (e.g. a run folder's summary.json)."""
-        return cls(gpus=doc["gpus"], trials=[TrialResult(**t) for t in doc["trials"]])
+        return cls(gpus=doc["gpus"], trials=[TrialResult.model_validate(t) for t in doc["trials"]])
 
-    @property
-    def ok(self) -> bool:
-        """True when no verdict by itself makes the run fail (see ``Verdict.ok``)."""
-        return all(t.verdict.ok for t in self.trials)
+    def to_json(self, require: list[str] | None = None) -> dict[str, Any]:
+        """The sheet, with what its verdicts add up to (:func:`seatrial.runs.judge_run`)."""
+        judged = judge_run(self.trials, require or [])
+        return {
+            "gpus": [g.model_dump(mode="json") for g in self.gpus],
+            "trials": [t.to_json() for t in self.trials],
+            **{k: judged[k] for k in ("passed", "not_measured", "counts", "missing_required")},
+        }
 
 
 def expand_trials(names: list[str]) -> list[str]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from seatrial.hw.models import TrialResult
 from seatrial.hw.precision import REL_TOLERANCE
 from seatrial.hw.profiling import path_kernels
+from seatrial.runs.result import TrialResult, because
 from seatrial.verdict import Verdict
 
 FORMATS = {"precision.bf16": "bf16", "precision.fp8": "fp8", "precision.fp4": "fp4"}
@@ -39,7 +39,7 @@ def judge_precision(
             "end_unix_s": max(v["window"]["end_unix_s"] for v in ran),
         }
     verdict, reason = _verdict(fmt, variants, ran)
-    return TrialResult(name=trial, gpu=gpu, verdict=verdict, reason=reason, evidence=evidence)
+    return TrialResult(name=trial, gpu=gpu, verdict=verdict, reasons=because(reason), evidence=evidence)
 
 
 def _verdict(
@@ -65,4 +65,6 @@ def _verdict(
 def judge_error(trial: str, gpu: int | None, exc: BaseException) -> TrialResult:
     """FAIL for a GPU whose run raised something other than a library refusal (CUDA error, OOM ...)."""
     reason = f"{type(exc).__name__}: {exc}"
-    return TrialResult(name=trial, gpu=gpu, verdict=Verdict.FAIL, reason=reason, evidence={"error": reason})
+    return TrialResult(
+        name=trial, gpu=gpu, verdict=Verdict.FAIL, reasons=because(reason), evidence={"error": reason}
+    )

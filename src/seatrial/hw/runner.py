@@ -21,10 +21,10 @@ from seatrial.hw.models import (
     GpuInfo,
     HwConfig,
     HwReport,
-    TrialResult,
     expand_trials,
 )
 from seatrial.hw.xid import XidWatcher
+from seatrial.runs.result import TrialResult, because
 from seatrial.verdict import Verdict
 
 
@@ -37,7 +37,7 @@ class HwRun:
 
 
 def unavailable(name: str, reason: str) -> TrialResult:
-    return TrialResult(name=name, gpu=None, verdict=Verdict.UNAVAILABLE, reason=reason)
+    return TrialResult(name=name, gpu=None, verdict=Verdict.UNAVAILABLE, reasons=because(reason))
 
 
 def _names(trials: list[str]) -> list[str]:

@@ -1,4 +1,4 @@
-"""The console verdict sheet of ``seatrial hw``."""
+"""The console verdict sheet of ``seatrial hw`` (rows from :func:`seatrial.runs.hwsheet.sheet_table`)."""
 
 from __future__ import annotations
 
@@ -6,31 +6,32 @@ import io
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from seatrial.hw.models import HwReport
-from seatrial.hw.summary import summarize
-from seatrial.verdict import Verdict
+from seatrial.runs.hwsheet import sheet_table
 
 VERDICT_STYLES = {
-    Verdict.PASS: "green",
-    Verdict.FAIL: "bold red",
-    Verdict.UNSUPPORTED: "yellow",
-    Verdict.UNAVAILABLE: "dim",
-    Verdict.REVIEW_REQUIRED: "magenta",
-    Verdict.INCONCLUSIVE: "magenta",
-    Verdict.UNSTABLE: "magenta",
+    "PASS": "green",
+    "FAIL": "bold red",
+    "UNSUPPORTED": "yellow",
+    "UNAVAILABLE": "dim",
+    "REVIEW_REQUIRED": "magenta",
+    "INCONCLUSIVE": "magenta",
+    "UNSTABLE": "magenta",
 }
 
 
 def build_table(report: HwReport) -> Table:
-    table = Table(title="seatrial hw", show_lines=False)
-    for column in ("trial", "gpu", "verdict", "evidence / reason"):
+    sheet = sheet_table(report.trials)
+    table = Table(title=sheet.title, show_lines=False)
+    for column in sheet.columns:
         table.add_column(column, overflow="fold")
-    for t in report.trials:
-        detail = " | ".join(x for x in (summarize(t), t.reason or "") if x)
-        style = VERDICT_STYLES.get(t.verdict, "")
-        gpu = "all" if t.gpu is None else str(t.gpu)
-        table.add_row(t.name, gpu, f"[{style}]{t.verdict.value}[/]", detail)
+    for name, gpu, verdict, detail in sheet.rows:
+        # Text, not markup: evidence and reasons hold brackets ("pip install 'seatrial[gpu]'")
+        table.add_row(
+            Text(name), Text(gpu), Text(verdict, style=VERDICT_STYLES.get(verdict, "")), Text(detail)
+        )
     return table
 
 

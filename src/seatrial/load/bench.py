@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,8 +20,8 @@ from seatrial.load.stamps import stamped_socket
 from seatrial.load.tokenize import LocalTokenizer, ServerTokenizer, TokenCounter
 from seatrial.load.validity import invalid_reasons, prompt_mismatches
 from seatrial.load.workloads import build_specs
-from seatrial.report.runfolder import RunFolder
-from seatrial.server.scrape import Sample, Scraper, summarize
+from seatrial.runs.folder import RunFolder
+from seatrial.server.scrape import MIN_IN_FLIGHT_SAMPLES, Sample, Scraper, summarize
 
 KEEPALIVE_S = 3.0
 
@@ -48,11 +47,6 @@ class Session:
     tokenizer: TokenCounter
     metrics_url: str
     model: str
-
-
-def auth_headers(env_name: str) -> dict[str, str]:
-    key = os.environ.get(env_name)
-    return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 async def discover_model(http: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> str:
@@ -84,7 +78,7 @@ def new_http(timeout_s: float, stall_timeout_s: float, kernel_stamps: bool = Tru
 
 async def open_session(cfg: BenchConfig, http: aiohttp.ClientSession) -> Session:
     t = cfg.target
-    headers = auth_headers(t.api_key_env)
+    headers = t.auth_headers()
     model = t.model or await discover_model(http, t.url, headers)
     tok: TokenCounter = (
         LocalTokenizer(t.tokenizer) if t.tokenizer else ServerTokenizer(http, t.url, model, headers)
@@ -123,16 +117,23 @@ async def measure_level(
     def on_sample(sample: Sample) -> None:
         if folder:
             folder.add_metrics(
-                {"t_s": sample.t_s, "level": index, "concurrency": plan.concurrency, **sample.values}
+                {
+                    "t_s": sample.t_s,
+                    "level": index,
+                    "concurrency": plan.concurrency,
+                    "in_flight": sample.in_flight,
+                    **sample.values,
+                }
             )
 
-    scraper = Scraper(s.http, s.metrics_url, load.scrape_interval_s, on_sample)
+    delivery = Delivery()
+    scraper = Scraper(s.http, s.metrics_url, load.scrape_interval_s, on_sample, lambda: delivery.in_flight)
     progress.level_start(label, len(specs))
     await scraper.start()
     lag = LoopLag()
     try:
         async with lag.watching():
-            records, delivery = await run_level(specs, plan, "measure", f"L{index}", sender, keep)
+            records, _ = await run_level(specs, plan, "measure", f"L{index}", sender, keep, delivery)
     finally:
         await scraper.stop()
     server = summarize(scraper.samples, scraper.failures) | {"scrape_filtered": scraper.filtered}
@@ -153,6 +154,7 @@ def level_summary(
     and validity."""
     reasons = invalid_reasons(records, delivery, cfg.load, plan.concurrency, plan.rate is None)
     lags = [r.lag_ms for r in records]
+    notes = level_flags(server, cfg)
     return {
         "concurrency": plan.concurrency,
         "rate": plan.rate,
@@ -161,20 +163,43 @@ def level_summary(
         "delivery": {
             "mean_in_flight": delivery.mean_in_flight,
             "dispatch_window_s": delivery.window_s,
+            "scheduled_rate": delivery.scheduled_rate,
+            "achieved_rate": delivery.achieved_rate,
             "lag_ms_p99": float(np.percentile(lags, 99)) if lags else None,
         },
         "client_timing": client_timing(records, loop_lag or {}, max_lag_ms=cfg.load.max_lag_ms),
         "prompt_token_mismatches": prompt_mismatches(records),
         "valid": not reasons,
         "invalid_reasons": reasons,
+        "notes": notes,
     }
+
+
+def level_flags(server: dict[str, Any], cfg: BenchConfig) -> list[str]:
+    """What the server view says about the measurement: too few scrapes while requests were in flight
+    (its gauges are then n/a or incomplete), prefix-cache hits that a workload sharing no prefix cannot
+    have earned (the same prompts sent before: TTFT lower for the wrong reason)."""
+    notes = []
+    busy = server.get("in_flight_samples", 0)
+    if busy < MIN_IN_FLIGHT_SAMPLES:
+        notes.append(
+            f"only {busy} /metrics scrapes while requests were in flight (< {MIN_IN_FLIGHT_SAMPLES}): "
+            "the server's gauges for this level are incomplete, n/a where none"
+        )
+    hits = server.get("prefix_cache_hits")
+    if hits and not cfg.workload.shares_prefix:
+        notes.append(
+            f"the server counted {hits:,.0f} prefix-cache hit tokens although this workload shares no prefix: "
+            "prompts were served from cache (sent before, or repeated), so TTFT is lower for the wrong reason"
+        )
+    return notes
 
 
 def level_plans(cfg: BenchConfig) -> list[LevelPlan]:
     load = cfg.load
     if load.rate is not None:
         cap = load.max_concurrency or load.requests
-        return [LevelPlan(cap, load.rate, load.arrival, cfg.workload.seed)]
+        return [LevelPlan(cap, load.rate, load.arrival, cfg.workload.seed or 0)]
     return [LevelPlan(c) for c in load.concurrency]
 
 

@@ -95,9 +95,10 @@ class _Timing:
                 return 0
             self.rec.usage_per_chunk = True
             return chunk.completion_tokens - prev
-        # No usage per chunk: a completions chunk carries one token even when its text is empty (a
-        # partial UTF-8 byte); a chat chunk counts when it carries content (the first one only a role).
-        return 1 if chunk.has_choice and (chunk.text or not chunk.is_chat) else 0
+        # No usage per chunk: a chunk counts one token when it carries text. An empty one (a trailing
+        # finish chunk, a chat role chunk) carries none; a token that decoded to nothing yet (a partial
+        # UTF-8 byte) arrives with the next chunk's text, and the server's final usage gives the count.
+        return 1 if chunk.has_choice and chunk.text else 0
 
     def finish(self, end_ns: int) -> None:
         rec = self.rec

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import os
+import secrets
 from pathlib import Path
 from typing import Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from seatrial.runs.redact import redact_text
 
 WorkloadName = Literal["random", "unique-code", "shared-prefix", "prefill", "decode", "mixed", "file"]
 Endpoint = Literal["completions", "chat"]
@@ -22,7 +28,9 @@ class WorkloadConfig(BaseModel):
     input_len: int = Field(256, ge=1)
     output_len: int = Field(64, ge=1)
     ignore_eos: bool = True
-    seed: int = 0
+    # None: a new one per run (recorded in run.json), so a second run never re-sends the first one's
+    # prompts into the server's prefix cache; give the recorded seed to reproduce a run exactly
+    seed: int | None = None
     # shared-prefix: K prefixes of prefix_len tokens, each followed by questions of input_len tokens
     num_prefixes: int = Field(4, ge=1)
     prefix_len: int = Field(512, ge=1)
@@ -36,7 +44,20 @@ class WorkloadConfig(BaseModel):
     def _file_needs_path(self) -> WorkloadConfig:
         if self.name == "file" and self.file is None:
             raise ValueError("workload 'file' needs a JSONL path (--file)")
+        if self.seed is None:
+            self.seed = secrets.randbelow(1 << 31)
         return self
+
+    @property
+    def nonce(self) -> str:
+        """The run's nonce, put at the start of every prompt that is not built from the seed's random
+        tokens (unique-code, file): one per run, shared by its requests."""
+        return f"{self.seed:08x}"
+
+    @property
+    def shares_prefix(self) -> bool:
+        """Whether the workload's prompts share prefixes on purpose (then prefix-cache hits are expected)."""
+        return self.name in ("shared-prefix", "file")
 
 
 class LoadConfig(BaseModel):
@@ -68,9 +89,12 @@ class LoadConfig(BaseModel):
 
 
 class ServerTarget(BaseModel):
-    """Where the server is and how to talk to it. The API key is read from the environment, never stored."""
+    """Where the server is and how to talk to it. The API key is read from the environment, never stored;
+    credentials written into the URL (``http://user:pw@host``) are taken out of it at once and sent as
+    HTTP basic auth, so that the URL seatrial keeps, prints and writes holds none."""
 
     model_config = ConfigDict(extra="forbid")
+    _basic_auth: tuple[str, str] | None = PrivateAttr(default=None)
 
     url: str
     model: str | None = None
@@ -87,8 +111,30 @@ class ServerTarget(BaseModel):
     def _strip(cls, v: str) -> str:
         v = v.rstrip("/")
         if not v.startswith(("http://", "https://")):
-            raise ValueError(f"--url must start with http:// or https://, got {v!r}")
+            raise ValueError(f"--url must start with http:// or https://, got {redact_text(v)!r}")
         return v.removesuffix("/v1")
+
+    @model_validator(mode="after")
+    def _credentials_out_of_the_url(self) -> ServerTarget:
+        parts = urlsplit(self.url)
+        if parts.username is not None or parts.password is not None:
+            self._basic_auth = (unquote(parts.username or ""), unquote(parts.password or ""))
+            host = parts.netloc.rsplit("@", 1)[1]
+            self.url = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+        if self.metrics_url:
+            self.metrics_url = redact_text(self.metrics_url)
+        return self
+
+    def auth_headers(self) -> dict[str, str]:
+        """``Authorization``: the API key from ``api_key_env`` (Bearer), else the URL's credentials
+        (Basic), else nothing. Never written anywhere."""
+        key = os.environ.get(self.api_key_env)
+        if key:
+            return {"Authorization": f"Bearer {key}"}
+        if self._basic_auth is not None:
+            token = base64.b64encode(":".join(self._basic_auth).encode()).decode()
+            return {"Authorization": f"Basic {token}"}
+        return {}
 
     @property
     def resolved_metrics_url(self) -> str:

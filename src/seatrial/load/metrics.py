@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from seatrial.load.records import RequestRecord
-from seatrial.load.stats import distribution
+from seatrial.stats import distribution
 
 
 @dataclass(frozen=True)
@@ -70,25 +70,6 @@ def throughput(records: list[RequestRecord]) -> dict[str, float | int | None]:
         "request_s": len(ok) / dur if dur > 0 else None,
         "per_user_output_tok_s": sum(per_user) / len(per_user) if per_user else None,
     }
-
-
-#: The engine's own mean latencies joined per level: (name, the client's key, the server view's histogram).
-ENGINE_MEANS = (
-    ("TTFT", "ttft_ms", "ttft"),
-    ("TPOT", "tpot_ms", "tpot"),
-    ("ITL", "itl_ms", "itl"),
-    ("E2E", "e2e_ms", "e2e"),
-)
-
-
-def engine_means_shown(levels: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
-    """The :data:`ENGINE_MEANS` that some level has (the engine exports that histogram); empty for none."""
-    return [m for m in ENGINE_MEANS if any(f"{m[2]}_ms_mean" in lv["server"] for lv in levels)]
-
-
-def level_label(level: dict[str, Any]) -> str:
-    """How a summary level is named in tables: ``C=4`` (closed loop) or ``2/s`` (rate)."""
-    return f"C={level['concurrency']}" if level.get("rate") is None else f"{level['rate']:g}/s"
 
 
 def level_metrics(records: list[RequestRecord]) -> dict[str, Any]:

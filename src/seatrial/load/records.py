@@ -18,7 +18,8 @@ class RequestRecord:
     tokens that chunk carried (from the server's continuous usage when it reports it,
     ``usage_per_chunk``, else 1).
     ``scheduled_ms`` is when the scheduler wanted to send it, relative to the level start, and
-    ``sent_ms`` when it actually went out; their difference is client lag.
+    ``sent_ms`` when it actually went out; their difference, less ``cap_wait_ms`` (waiting for a free
+    slot under ``--max-concurrency``), is client lag.
     Chunk times are the kernel's receive times of the reads that completed them (``stamps`` is
     ``kernel``) or, where the kernel gives none, user-space times taken as each read returned
     (``user``). ``read_lag_ms_max`` is the longest the client took to handle a read after it
@@ -40,6 +41,7 @@ class RequestRecord:
     chunks: int = 0
     scheduled_ms: float = 0.0
     sent_ms: float = 0.0
+    cap_wait_ms: float = 0.0  # open loop: time waiting for a free slot under --max-concurrency
     status: int | None = None
     error: str | None = None
     kind: str = "default"
@@ -66,7 +68,7 @@ class RequestRecord:
 
     @property
     def lag_ms(self) -> float:
-        return self.sent_ms - self.scheduled_ms
+        return self.sent_ms - self.scheduled_ms - self.cap_wait_ms
 
     def to_json(self) -> dict[str, Any]:
         # shallow: dataclasses.asdict deep-copies every ITL list, ~100 us a record on the load loop

@@ -30,9 +30,13 @@ class Delivery:
     window_s: float = 0.0
     mean_in_flight: float = 0.0
     dispatched: int = 0
+    in_flight: int = 0  # requests in flight now (read by the /metrics scraper)
+    scheduled_rate: float | None = None  # open loop: arrivals per second of the schedule itself
+    achieved_rate: float | None = None  # open loop: arrivals per second actually sent
     _events: list[tuple[int, int]] = field(default_factory=list, repr=False)
 
     def mark(self, delta: int) -> None:
+        self.in_flight += delta
         self._events.append((time.perf_counter_ns(), delta))
 
     def close(self, last_dispatch_ns: int) -> None:
@@ -74,22 +78,35 @@ def arrival_offsets_s(n: int, rate: float, arrival: str, seed: int) -> list[floa
 
 
 async def run_level(
-    specs: list[RequestSpec], plan: LevelPlan, phase: Phase, id_prefix: str, send: SendFn, on_record: RecordFn
+    specs: list[RequestSpec],
+    plan: LevelPlan,
+    phase: Phase,
+    id_prefix: str,
+    send: SendFn,
+    on_record: RecordFn,
+    delivery: Delivery | None = None,
 ) -> tuple[list[RequestRecord], Delivery]:
-    """Send every spec under ``plan``; return the records in completion order and the delivery stats.
-    The heap is frozen first (:func:`frozen_heap`), before the level's clock starts."""
+    """Send every spec under ``plan``; return the records in completion order and the delivery stats
+    (into ``delivery`` when given, so that others can watch it during the level). The heap is frozen
+    first (:func:`frozen_heap`), before the level's clock starts."""
     with frozen_heap():
-        return await _run(specs, plan, phase, id_prefix, send, on_record)
+        return await _run(specs, plan, phase, id_prefix, send, on_record, delivery or Delivery())
 
 
 async def _run(
-    specs: list[RequestSpec], plan: LevelPlan, phase: Phase, id_prefix: str, send: SendFn, on_record: RecordFn
+    specs: list[RequestSpec],
+    plan: LevelPlan,
+    phase: Phase,
+    id_prefix: str,
+    send: SendFn,
+    on_record: RecordFn,
+    delivery: Delivery,
 ) -> tuple[list[RequestRecord], Delivery]:
-    delivery, records = Delivery(), []
+    records: list[RequestRecord] = []
     t0 = time.perf_counter_ns()
     last_dispatch = [t0]
 
-    async def one(i: int, scheduled_ns: int) -> None:
+    async def one(i: int, scheduled_ns: int, cap_wait_ns: int = 0) -> None:
         spec = specs[i]
         rec = RequestRecord(
             request_id=f"{id_prefix}-{i:05d}",
@@ -99,6 +116,7 @@ async def _run(
             expected_prompt_tokens=spec.expected_prompt_tokens,
             kind=spec.kind,
             scheduled_ms=(scheduled_ns - t0) / 1e6,
+            cap_wait_ms=cap_wait_ns / 1e6,
         )
         now = time.perf_counter_ns()
         rec.sent_ms = (now - t0) / 1e6
@@ -118,12 +136,26 @@ async def _run(
         await _closed_loop(len(specs), plan.concurrency, one)
     else:
         await _open_loop(len(specs), plan, t0, one)
+        delivery.scheduled_rate, delivery.achieved_rate = arrival_rates(records)
     delivery.dispatched = len(records)
     delivery.close(last_dispatch[0])
     return records, delivery
 
 
-async def _closed_loop(n: int, users: int, one: Callable[[int, int], Awaitable[None]]) -> None:
+def arrival_rates(records: list[RequestRecord]) -> tuple[float | None, float | None]:
+    """Arrivals per second of the schedule (its first to last due time) and of what was sent (first
+    to last send): a Poisson schedule's own rate differs from the nominal one by chance, so the sent
+    rate is judged against the schedule's."""
+    if len(records) < 2:
+        return None, None
+    due = sorted(r.scheduled_ms for r in records)
+    sent = sorted(r.sent_ms for r in records)
+    gaps = len(records) - 1
+    rate = lambda span_ms: gaps / (span_ms / 1000) if span_ms > 0 else None  # noqa: E731
+    return rate(due[-1] - due[0]), rate(sent[-1] - sent[0])
+
+
+async def _closed_loop(n: int, users: int, one: Callable[..., Awaitable[None]]) -> None:
     counter = iter(range(n))
 
     async def user() -> None:
@@ -135,16 +167,18 @@ async def _closed_loop(n: int, users: int, one: Callable[[int, int], Awaitable[N
     await asyncio.gather(*(user() for _ in range(min(users, n))))
 
 
-async def _open_loop(n: int, plan: LevelPlan, t0: int, one: Callable[[int, int], Awaitable[None]]) -> None:
+async def _open_loop(n: int, plan: LevelPlan, t0: int, one: Callable[..., Awaitable[None]]) -> None:
     assert plan.rate is not None
     cap = asyncio.Semaphore(plan.concurrency)
     tasks = []
 
     async def gated(i: int, due: int) -> None:
-        # Waiting for a free slot under --max-concurrency is intended back-pressure, not client lag.
-        capped = cap.locked()
+        # Waiting for a free slot under --max-concurrency is back-pressure, not client lag: it is kept
+        # apart (cap_wait_ms) from the lag, and the schedule keeps its due time, so a cap that holds the
+        # arrivals back shows in the achieved rate.
+        waited_from = time.perf_counter_ns()
         async with cap:
-            await one(i, max(due, time.perf_counter_ns()) if capped else due)
+            await one(i, due, max(0, time.perf_counter_ns() - max(waited_from, due)))
 
     for i, offset in enumerate(arrival_offsets_s(n, plan.rate, plan.arrival, plan.seed)):
         due = t0 + int(offset * 1e9)

@@ -10,6 +10,7 @@ from seatrial.load.records import RequestRecord
 from seatrial.load.scheduler import Delivery
 
 MIN_IN_FLIGHT_SHARE = 0.9
+MIN_RATE_SHARE = 0.95  # open loop: arrivals sent per second against the schedule's own rate
 
 
 def invalid_reasons(
@@ -41,6 +42,12 @@ def invalid_reasons(
     if p99_lag > load.max_lag_ms:
         reasons.append(
             f"client lag p99 {p99_lag:.1f} ms > {load.max_lag_ms:.0f} ms: the client did not deliver the load"
+        )
+    scheduled, achieved = delivery.scheduled_rate, delivery.achieved_rate
+    if not closed_loop and scheduled and (achieved or 0.0) < MIN_RATE_SHARE * scheduled:
+        reasons.append(
+            f"arrivals were sent at {achieved or 0:.3g}/s, below {MIN_RATE_SHARE:.0%} of the schedule's "
+            f"{scheduled:.3g}/s: the load was not delivered (raise --max-concurrency or lower --rate)"
         )
     expected = min(concurrency, n)
     if closed_loop and n > concurrency and delivery.mean_in_flight < MIN_IN_FLIGHT_SHARE * expected:

@@ -117,25 +117,38 @@ async def token_pool(tok: TokenCounter, rng: random.Random, size: int) -> list[i
     return ids
 
 
+def distinct_starts(rng: random.Random, pool: int, count: int) -> list[int]:
+    """Start positions in a token pool, all different while the pool has room (two prompts cut at the
+    same start would be the same prompt, and the second a prefix-cache hit)."""
+    starts: list[int] = []
+    while len(starts) < count:
+        starts += rng.sample(range(pool), min(pool, count - len(starts)))
+    return starts
+
+
 async def random_specs(
     tok: TokenCounter, rng: random.Random, count: int, input_len: int, output_len: int, kind: str, eos: bool
 ) -> list[RequestSpec]:
-    pool = await token_pool(tok, rng, input_len * 2 + 64)
+    pool = await token_pool(tok, rng, input_len * 2 + 64 + count)  # a distinct start for each
     specs = []
-    for _ in range(count):
-        text = await exact_text(tok, pool, rng.randrange(len(pool)), input_len)
+    for start in distinct_starts(rng, len(pool), count):
+        text = await exact_text(tok, pool, start, input_len)
         specs.append(RequestSpec(text, output_len, input_len, kind, eos))
     return specs
 
 
-def unique_code_specs(count: int, output_len: int, eos: bool) -> list[RequestSpec]:
-    """Seed 002: distinct tasks x languages, so no two prompts share more than a template prefix."""
+def unique_code_specs(count: int, output_len: int, eos: bool, nonce: str = "") -> list[RequestSpec]:
+    """Seed 002: distinct tasks x languages, so no two prompts share more than a template prefix; each
+    starts with the run's nonce, so no prompt of an earlier run is in the server's cache."""
     specs = []
+    tag = f"[{nonce}] " if nonce else ""
     for i in range(count):
         task, lang = TASKS[i % len(TASKS)], LANGUAGES[(i // len(TASKS)) % len(LANGUAGES)]
         variant = i // (len(TASKS) * len(LANGUAGES))
         extra = f" Variant {variant}: name every identifier with the suffix _v{variant}." if variant else ""
-        text = f"Write {task} in {lang} with unit tests and a short explanation of its complexity.{extra}"
+        text = (
+            f"{tag}Write {task} in {lang} with unit tests and a short explanation of its complexity.{extra}"
+        )
         specs.append(RequestSpec(text, output_len, None, "code", eos))
     return specs
 
@@ -159,7 +172,20 @@ async def shared_prefix_specs(
     return specs
 
 
-def file_specs(path: Path, count: int, default_output_len: int, eos: bool) -> list[RequestSpec]:
+def with_nonce(prompt: str | list[dict[str, str]], nonce: str) -> str | list[dict[str, str]]:
+    """The prompt with ``[nonce] `` in front of its text (of a chat, in front of its first message)."""
+    if not nonce:
+        return prompt
+    if isinstance(prompt, str):
+        return f"[{nonce}] {prompt}"
+    first = dict(prompt[0])
+    first["content"] = f"[{nonce}] {first.get('content', '')}"
+    return [first, *prompt[1:]]
+
+
+def file_specs(
+    path: Path, count: int, default_output_len: int, eos: bool, nonce: str = ""
+) -> list[RequestSpec]:
     if not path.is_file():
         raise ConfigError(f"--file: {path} does not exist")
     rows: list[dict[str, Any]] = []
@@ -177,15 +203,20 @@ def file_specs(path: Path, count: int, default_output_len: int, eos: bool) -> li
         raise ConfigError(f"{path}: no prompts")
     return [
         RequestSpec(
-            r.get("messages") or r["prompt"], int(r.get("output_len", default_output_len)), None, "file", eos
+            with_nonce(r.get("messages") or r["prompt"], nonce),
+            int(r.get("output_len", default_output_len)),
+            None,
+            "file",
+            eos,
         )
         for r in (rows[i % len(rows)] for i in range(count))
     ]
 
 
 async def build_specs(cfg: WorkloadConfig, tok: TokenCounter, count: int, salt: int = 0) -> list[RequestSpec]:
-    """``count`` requests of the configured workload; ``salt`` varies prompts between levels/warm-up."""
-    rng = random.Random(cfg.seed * 1_000_003 + salt)
+    """``count`` requests of the configured workload; ``salt`` varies prompts between levels/warm-up,
+    and the workload's seed between runs."""
+    rng = random.Random((cfg.seed or 0) * 1_000_003 + salt)
     eos = cfg.ignore_eos
     if cfg.name == "random":
         return await random_specs(tok, rng, count, cfg.input_len, cfg.output_len, "default", eos)
@@ -194,7 +225,7 @@ async def build_specs(cfg: WorkloadConfig, tok: TokenCounter, count: int, salt: 
     if cfg.name == "decode":
         return await random_specs(tok, rng, count, cfg.input_len, cfg.output_len, "decode", eos)
     if cfg.name == "unique-code":
-        return unique_code_specs(count, cfg.output_len, eos)
+        return unique_code_specs(count, cfg.output_len, eos, cfg.nonce)
     if cfg.name == "shared-prefix":
         return await shared_prefix_specs(tok, rng, cfg, count)
     if cfg.name == "mixed":
@@ -205,4 +236,4 @@ async def build_specs(cfg: WorkloadConfig, tok: TokenCounter, count: int, salt: 
         rng.shuffle(specs)
         return specs
     assert cfg.file is not None
-    return file_specs(cfg.file, count, cfg.output_len, eos)
+    return file_specs(cfg.file, count, cfg.output_len, eos, cfg.nonce)

@@ -18,8 +18,13 @@ from seatrial.jsonio import read_json
 Section = Callable[[dict[str, Any]], str | None]
 
 _env = Environment(
-    loader=PackageLoader("seatrial", "report/templates"), autoescape=select_autoescape(["html"])
+    loader=PackageLoader("seatrial", "report/templates"), autoescape=select_autoescape(["html", "j2"])
 )
+
+
+def template(name: str) -> Any:
+    """A template of ``report/templates`` (autoescaped)."""
+    return _env.get_template(name)
 
 
 def sections() -> list[Section]:

@@ -6,7 +6,9 @@ Canonical counters: ``prefix_cache_queries``, ``prefix_cache_hits`` (tokens), ``
 Canonical latency histograms (seconds; their ``_sum`` and ``_count`` as ``<name>_sum``, ``<name>_count``):
 ``ttft``, ``itl`` (between output tokens), ``tpot`` (per request), ``e2e``, ``queue``: the engine's own
 view of the requests it finished, for comparison with what the client measured.
-Values of one name are summed over label sets (engines, ranks); ``_total`` suffixes are ignored.
+One engine name per quantity is read (the current one; a deprecated alias only when it is absent).
+Across label sets (engines, ranks) counters and running/waiting are summed and usage ratios take the
+maximum; ``_total`` suffixes are ignored.
 """
 
 from __future__ import annotations
@@ -19,32 +21,28 @@ from prometheus_client.parser import text_string_to_metric_families
 GAUGES = ("running", "waiting", "kv_cache_usage")
 COUNTERS = ("prefix_cache_queries", "prefix_cache_hits", "preemptions", "prompt_tokens", "generation_tokens")
 
-# Engine metric name (without _total) -> canonical name. vLLM v1 and v0 names, SGLang, llama.cpp.
-NAMES: dict[str, str] = {
-    "vllm:num_requests_running": "running",
-    "vllm:num_requests_waiting": "waiting",
-    "vllm:kv_cache_usage_perc": "kv_cache_usage",
-    "vllm:gpu_cache_usage_perc": "kv_cache_usage",
-    "vllm:prefix_cache_queries": "prefix_cache_queries",
-    "vllm:prefix_cache_hits": "prefix_cache_hits",
-    "vllm:gpu_prefix_cache_queries": "prefix_cache_queries",
-    "vllm:gpu_prefix_cache_hits": "prefix_cache_hits",
-    "vllm:num_preemptions": "preemptions",
-    "vllm:prompt_tokens": "prompt_tokens",
-    "vllm:generation_tokens": "generation_tokens",
-    "sglang:num_running_reqs": "running",
-    "sglang:num_queue_reqs": "waiting",
-    "sglang:token_usage": "kv_cache_usage",
-    "sglang:cached_tokens": "prefix_cache_hits",
-    "sglang:num_retracted_reqs": "preemptions",
-    "sglang:prompt_tokens": "prompt_tokens",
-    "sglang:generation_tokens": "generation_tokens",
-    "llamacpp:requests_processing": "running",
-    "llamacpp:requests_deferred": "waiting",
-    "llamacpp:kv_cache_usage_ratio": "kv_cache_usage",
-    "llamacpp:prompt_tokens": "prompt_tokens",
-    "llamacpp:tokens_predicted": "generation_tokens",
+# Canonical name -> engine names (without _total) of that one quantity, the current name first: the
+# first name present in a scrape is the only one read (a deprecated alias exported beside it would
+# count the same thing twice). vLLM v1 then v0 names, SGLang, llama.cpp.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "running": ("vllm:num_requests_running", "sglang:num_running_reqs", "llamacpp:requests_processing"),
+    "waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "llamacpp:requests_deferred"),
+    "kv_cache_usage": (
+        "vllm:kv_cache_usage_perc",
+        "vllm:gpu_cache_usage_perc",
+        "sglang:token_usage",
+        "llamacpp:kv_cache_usage_ratio",
+    ),
+    "prefix_cache_queries": ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
+    "prefix_cache_hits": ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits", "sglang:cached_tokens"),
+    "preemptions": ("vllm:num_preemptions", "sglang:num_retracted_reqs"),
+    "prompt_tokens": ("vllm:prompt_tokens", "sglang:prompt_tokens", "llamacpp:prompt_tokens"),
+    "generation_tokens": ("vllm:generation_tokens", "sglang:generation_tokens", "llamacpp:tokens_predicted"),
 }
+#: Across label sets (data-parallel engines, ranks) these take the largest value: a usage ratio of two
+#: engines at 0.9 each is 0.9, not 1.8. Everything else (counters, running, waiting) is summed.
+MAX_OVER_LABELS = frozenset({"kv_cache_usage"})
+NAMES: dict[str, str] = {name: canonical for canonical, names in ALIASES.items() for name in names}
 # Latency histograms: canonical name -> engine names, the first one present wins (aliases of one metric).
 HISTOGRAMS: dict[str, tuple[str, ...]] = {
     "ttft": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
@@ -101,8 +99,7 @@ def relevant_lines(text: str) -> str:
 
 def parse_metrics(text: str) -> dict[str, float]:
     """Canonical values from one ``/metrics`` body; names the engine does not expose are absent."""
-    values: dict[str, float] = {}
-    fallback: dict[str, float] = {}
+    by_name: dict[str, list[float]] = {}
     histograms: dict[str, float] = {}
     for family in text_string_to_metric_families(relevant_lines(text)):
         for sample in family.samples:
@@ -111,14 +108,17 @@ def parse_metrics(text: str) -> dict[str, float]:
             if sample.name.endswith(("_created", "_bucket", "_count", "_sum")):
                 continue
             base = sample.name.removesuffix("_total")
-            if base in NAMES:
-                key = NAMES[base]
-                values[key] = values.get(key, 0.0) + float(sample.value)
-            if base in QUERY_FALLBACK:
-                key = QUERY_FALLBACK[base]
-                fallback[key] = fallback.get(key, 0.0) + float(sample.value)
-    for key, value in fallback.items():
-        values.setdefault(key, value)
+            if base in NAMES or base in QUERY_FALLBACK:
+                by_name.setdefault(base, []).append(float(sample.value))
+    values: dict[str, float] = {}
+    for canonical, names in ALIASES.items():
+        found = next((n for n in names if n in by_name), None)
+        if found is not None:
+            series = by_name[found]
+            values[canonical] = max(series) if canonical in MAX_OVER_LABELS else sum(series)
+    for name, canonical in QUERY_FALLBACK.items():
+        if canonical not in values and name in by_name:
+            values[canonical] = sum(by_name[name])
     for canonical, names in HISTOGRAMS.items():
         found = next((n for n in names if f"{n}_count" in histograms and f"{n}_sum" in histograms), None)
         if found is not None:

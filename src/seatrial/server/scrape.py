@@ -1,4 +1,11 @@
-"""Scrape an engine's ``/metrics`` during a level; keep every sample and summarize the level."""
+"""Scrape an engine's ``/metrics`` during a level; keep every sample and summarize the level.
+
+The first scrapes come fast (:data:`RAMP_S`: five within a quarter of a second) and the rest at the
+configured interval, so that a level of under a second still has at least five scrapes while its
+requests are in flight, and a long one costs the server one scrape a second. Each sample records how
+many requests the client had in flight when it was taken; a gauge (running, waiting, KV usage) is read
+only from in-flight samples, and is None when no in-flight scrape covered the level.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +20,16 @@ import aiohttp
 
 from seatrial.server.prom import COUNTERS, GAUGES, HISTOGRAMS, filtered_url, parse_metrics
 
+#: Seconds between the first scrapes of a level, before the configured interval takes over.
+RAMP_S = (0.05, 0.05, 0.05, 0.05, 0.1, 0.2, 0.4)
+MIN_IN_FLIGHT_SAMPLES = 5
+
 
 @dataclass
 class Sample:
     t_s: float  # seconds since the Unix epoch
     values: dict[str, float]
+    in_flight: int | None = None  # requests the client had in flight when the scrape was taken
 
 
 @dataclass
@@ -34,6 +46,7 @@ class Scraper:
     url: str
     interval_s: float = 0.5
     on_sample: Callable[[Sample], None] | None = None
+    in_flight: Callable[[], int] | None = None
     samples: list[Sample] = field(default_factory=list)
     failures: int = 0
     last_error: str | None = None
@@ -57,9 +70,10 @@ class Scraper:
         return await self._get(self.url)
 
     async def scrape_once(self) -> Sample | None:
+        busy = self.in_flight() if self.in_flight is not None else None
         try:
             values = await self._values()
-            sample = Sample(time.time(), values)
+            sample = Sample(time.time(), values, busy)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
             self.failures += 1
             self.last_error = f"{type(exc).__name__}: {exc}"
@@ -69,15 +83,25 @@ class Scraper:
             self.on_sample(sample)
         return sample
 
+    def schedule(self) -> list[float]:
+        """The waits of the ramp, then the configured interval (never slower than it)."""
+        return [min(s, self.interval_s) for s in RAMP_S]
+
     async def _loop(self) -> None:
+        ramp = self.schedule()
         while True:
             started = time.perf_counter()
             await self.scrape_once()
-            await asyncio.sleep(max(0.0, self.interval_s - (time.perf_counter() - started)))
+            wait = ramp.pop(0) if ramp else self.interval_s
+            await asyncio.sleep(max(0.0, wait - (time.perf_counter() - started)))
 
     async def start(self) -> None:
         await self.scrape_once()  # a baseline for counter deltas
-        self._task = asyncio.create_task(self._loop())
+        self._task = asyncio.create_task(self._sleep_then_loop())
+
+    async def _sleep_then_loop(self) -> None:
+        await asyncio.sleep(RAMP_S[0])
+        await self._loop()
 
     async def stop(self) -> None:
         if self._task:
@@ -88,12 +112,22 @@ class Scraper:
 
 
 def summarize(samples: list[Sample], failures: int = 0) -> dict[str, Any]:
-    """Per-level server view: maxima of gauges, deltas of counters (None where the engine lacks them),
-    and the engine's own mean latencies over the requests it finished between the first and last
-    sample (``<h>_ms_mean`` over ``<h>_count`` observations; absent where it has no such histogram)."""
-    out: dict[str, Any] = {"samples": len(samples), "scrape_failures": failures}
+    """Per-level server view: maxima of gauges over the scrapes taken while requests were in flight
+    (None when none was), deltas of counters (None where the engine lacks them), and the engine's own
+    mean latencies over the requests it finished between the first and last sample (``<h>_ms_mean``
+    over ``<h>_count`` observations; absent where it has no such histogram). Samples that do not say
+    whether requests were in flight (a snapshot outside a level) all count as in flight."""
+    busy = [s for s in samples if s.in_flight is None or s.in_flight > 0]
+    out: dict[str, Any] = {
+        "samples": len(samples),
+        "in_flight_samples": len(busy),
+        "scrape_failures": failures,
+    }
+    if len(busy) >= 2:
+        span = busy[-1].t_s - busy[0].t_s
+        out["in_flight_scrape_hz"] = (len(busy) - 1) / span if span > 0 else None
     for g in GAUGES:
-        vals = [s.values[g] for s in samples if g in s.values]
+        vals = [s.values[g] for s in busy if g in s.values]
         out[f"{g}_max"] = max(vals) if vals else None
     for c in COUNTERS:
         vals = [s.values[c] for s in samples if c in s.values]

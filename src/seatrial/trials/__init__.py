@@ -1,8 +1,8 @@
 """Acceptance trials (basic, context, mixed, saturation, prefix-cache, kv-tier), their statistics
 and verdicts. ``run_accept`` runs a profile against one server."""
 
+from seatrial.runs.result import TrialResult
 from seatrial.trials.accept import run_accept
 from seatrial.trials.profile import TRIAL_NAMES, Profile, load_profile
-from seatrial.trials.result import TrialResult
 
 __all__ = ["TRIAL_NAMES", "Profile", "TrialResult", "load_profile", "run_accept"]

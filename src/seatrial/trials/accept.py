@@ -1,13 +1,15 @@
 """``seatrial accept``: run a profile's trials against one server and write the verdicts.
 
 ``run_accept`` is the library entry (``seatrial demo`` calls it with the small profile). The
-summary is ``{"trials": [{"name", "verdict", ...,"evidence"}], "passed", ...}``; ``passed`` is true
-when no trial's verdict fails the run (PASS, or UNSUPPORTED / UNAVAILABLE with their reason).
+summary is ``{"trials": [{"name", "verdict", ...,"evidence"}], "passed", "not_measured", "counts", ...}``
+(:func:`seatrial.runs.judge_run`: ``passed`` only when a trial PASSed and none failed; UNAVAILABLE and
+UNSUPPORTED trials are ``not_measured``, with their reasons).
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -18,11 +20,12 @@ from seatrial.errors import ConfigError, ServerError
 from seatrial.load.bench import NoProgress, Progress, new_http, open_session
 from seatrial.load.config import BenchConfig, ServerTarget
 from seatrial.report.html import write_report
-from seatrial.report.runfolder import RunFolder
+from seatrial.runs.folder import RunFolder
+from seatrial.runs.result import TrialResult
+from seatrial.runs.verdicts import judge_run
 from seatrial.trials import basic, context, kv_tier, mixed, prefix_cache, saturation
 from seatrial.trials.env import TrialEnv
 from seatrial.trials.profile import Profile, Scale, check_names, load_profile
-from seatrial.trials.result import TrialResult
 from seatrial.trials.serverinfo import server_info
 from seatrial.verdict import Verdict
 
@@ -44,12 +47,14 @@ def make_target(url: str, model: str | None, tokenizer: Path | None) -> ServerTa
         raise ConfigError("; ".join(str(e["msg"]) for e in exc.errors())) from None
 
 
-def passed(results: list[dict[str, Any]]) -> bool:
-    return bool(results) and all(Verdict(r["verdict"]).ok for r in results)
-
-
 async def run_trials(
-    target: ServerTarget, profile: Profile, names: list[str], folder: RunFolder | None, progress: Progress
+    target: ServerTarget,
+    profile: Profile,
+    names: list[str],
+    folder: RunFolder | None,
+    progress: Progress,
+    require: list[str],
+    seed: int,
 ) -> dict[str, Any]:
     """The trials in order on one HTTP session; the summary so far is rewritten after each trial."""
     results: list[dict[str, Any]] = []
@@ -58,7 +63,7 @@ async def run_trials(
         session = await open_session(BenchConfig(target=target), http)
         info = await server_info(http, target.url, target.resolved_metrics_url, session.endpoint.headers)
         summary |= {"model": session.model, "server": info.to_json()}
-        env = TrialEnv(session, target, profile, info, folder, progress)
+        env = TrialEnv(session, target, profile, info, folder, progress, seed=seed)
         for name in names:
             try:
                 result = await TRIALS[name](env)
@@ -67,8 +72,13 @@ async def run_trials(
             results.append(result.to_json())
             if folder:
                 folder.write_summary(summary)
-    summary["passed"] = passed(results)
+    summary.update(verdict_fields(results, require))
     return summary
+
+
+def verdict_fields(results: list[dict[str, Any]], require: list[str]) -> dict[str, Any]:
+    judged = judge_run(results, require)
+    return {k: judged[k] for k in ("passed", "not_measured", "counts", "missing_required")}
 
 
 def run_accept(
@@ -81,6 +91,8 @@ def run_accept(
     scale: Scale = "full",
     out_dir: Path | None = None,
     progress: Progress | None = None,
+    require: list[str] | None = None,
+    seed: int | None = None,
 ) -> dict[str, Any]:
     """Run the trials (``trials`` or the profile's ``run`` list) and return the summary; with
     ``out_dir``, write the run folder (run.json, requests.jsonl, server_metrics.jsonl, summary.json,
@@ -89,17 +101,23 @@ def run_accept(
     prof = load_profile(profile, scale)
     try:
         names = check_names(trials or prof.run, "--trials")
+        check_names(require or [], "--require")
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    seed = secrets.randbelow(1 << 31) if seed is None else seed
     config = {
         "target": target.model_dump(mode="json"),
+        "seed": seed,
         "scale": scale,
         "trials": names,
+        "require": require or [],
         "profile": prof.model_dump(mode="json", by_alias=True),
     }
     folder = RunFolder(out_dir, "accept", config) if out_dir else None
     try:
-        summary = asyncio.run(run_trials(target, prof, names, folder, progress or NoProgress()))
+        summary = asyncio.run(
+            run_trials(target, prof, names, folder, progress or NoProgress(), require or [], seed)
+        )
         if folder and out_dir:
             folder.write_summary(summary)
             write_report(out_dir)

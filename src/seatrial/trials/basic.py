@@ -12,9 +12,9 @@ from seatrial.load.client import Endpoint, send
 from seatrial.load.config import WorkloadConfig
 from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import RequestSpec
+from seatrial.runs.result import TrialResult
+from seatrial.stats import median_ci, min_samples, percentile_ci
 from seatrial.trials.env import TrialEnv, brief, ok_values
-from seatrial.trials.result import TrialResult
-from seatrial.trials.stats import median_ci, min_samples, percentile_ci
 from seatrial.verdict import Verdict
 
 

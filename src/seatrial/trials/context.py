@@ -16,9 +16,9 @@ from seatrial.load.client import send
 from seatrial.load.config import WorkloadConfig
 from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import random_specs
+from seatrial.runs.result import TrialResult
+from seatrial.stats import median_ci, min_samples, percentile_ci
 from seatrial.trials.env import TrialEnv, brief, first_error, ok_values
-from seatrial.trials.result import TrialResult
-from seatrial.trials.stats import median_ci, min_samples, percentile_ci
 from seatrial.verdict import Verdict
 
 
@@ -33,7 +33,9 @@ async def measure(env: TrialEnv, input_len: int) -> dict[str, Any]:
     itl = [x for r in recs if r.ok for x in r.itl_ms]
     return {
         "input_len": input_len,
-        "ok": all(r.ok for r in recs),
+        "ok": all(r.ok for r in recs) and level.summary["valid"],
+        "valid": level.summary["valid"],
+        "invalid_reasons": level.summary["invalid_reasons"],
         "n": sum(r.ok for r in recs),
         "error": first_error(recs),
         "ttft_ms_p50": median_ci(ok_values(recs, "ttft_ms")).model_dump(),
@@ -68,7 +70,11 @@ async def run(env: TrialEnv) -> TrialResult:
     need = min_samples(50)
     if not short["ok"] or not long["ok"]:
         bad = short if not short["ok"] else long
-        v, why = Verdict.FAIL, f"{bad['input_len']}-token prompts failed: {bad['error']}"
+        if bad.get("error") is None and bad.get("valid") is False:
+            why = f"{bad['input_len']}-token level invalid: {'; '.join(bad['invalid_reasons'])}"
+        else:
+            why = f"{bad['input_len']}-token prompts failed: {bad['error']}"
+        v = Verdict.FAIL
     elif probe is not None and probe["ok"] is False:
         v, why = (
             Verdict.FAIL,

@@ -13,7 +13,7 @@ from seatrial.load.config import BenchConfig, LoadConfig, ServerTarget, Workload
 from seatrial.load.records import RequestRecord
 from seatrial.load.scheduler import Delivery, LevelPlan, run_level
 from seatrial.load.workloads import RequestSpec, random_specs
-from seatrial.report.runfolder import RunFolder
+from seatrial.runs.folder import RunFolder
 from seatrial.trials.profile import Profile
 from seatrial.trials.serverinfo import ServerInfo, Snapshot, snapshot
 
@@ -29,6 +29,7 @@ class TrialEnv:
     folder: RunFolder | None = None
     progress: Progress = field(default_factory=NoProgress)
     index: int = 0
+    seed: int = 0  # the run's: prompts differ between runs, so none is an earlier run's cache hit
 
     def next_index(self) -> int:
         self.index += 1
@@ -51,13 +52,14 @@ class TrialEnv:
     ) -> LevelOutcome:
         """One ``seatrial bench`` level (warm-up excluded, /metrics scraped and joined)."""
         load = self.load_config(concurrency, requests, warmup)
+        workload = workload.model_copy(update={"seed": self.seed})
         cfg = BenchConfig(target=self.target, workload=workload, load=load)
         plan = LevelPlan(concurrency)
         return await measure_level(self.session, cfg, plan, self.next_index(), self.folder, self.progress)
 
     async def specs(self, count: int, input_len: int, output_len: int, kind: str) -> list[RequestSpec]:
         """``count`` prompts of exactly ``input_len`` server tokens, different on every call."""
-        rng = random.Random(self.next_index() * 7919)
+        rng = random.Random(self.seed * 1_000_003 + self.next_index() * 7919)
         return await random_specs(self.session.tokenizer, rng, count, input_len, output_len, kind, True)
 
     async def send_all(

@@ -23,10 +23,10 @@ from typing import Any
 from seatrial.load.bench import open_session
 from seatrial.load.config import BenchConfig, ServerTarget
 from seatrial.load.workloads import RequestSpec
+from seatrial.runs.result import TrialResult
+from seatrial.stats import median_ci, min_samples
 from seatrial.trials.env import TrialEnv, first_error, ok_values
-from seatrial.trials.result import TrialResult
 from seatrial.trials.serverinfo import server_info
-from seatrial.trials.stats import median_ci, min_samples
 from seatrial.verdict import Verdict
 
 HEADROOM_TOKENS = 8

@@ -15,10 +15,10 @@ import numpy as np
 from seatrial.load.client import send
 from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import RequestSpec
+from seatrial.runs.result import TrialResult
+from seatrial.stats import median, min_samples
 from seatrial.trials.env import TrialEnv, first_error, ok_values
 from seatrial.trials.mixed_rules import Round, crossover, order_of, verdict
-from seatrial.trials.result import TrialResult
-from seatrial.trials.stats import median, min_samples
 from seatrial.verdict import Verdict
 
 HEADROOM_TOKENS = 64  # room for the output token and each long prompt's tag
@@ -68,6 +68,26 @@ async def phase(
     return recs, longs
 
 
+def long_share(longs: list[RequestRecord], shorts: list[RequestRecord]) -> float | None:
+    """Time-weighted share of the MIX phase (first short send to last short end) with a long request
+    in flight; None when no short request ran."""
+    spans = [(r.send_ns, r.send_ns + int((r.e2e_ms or 0.0) * 1e6)) for r in shorts]
+    if not spans:
+        return None
+    start, end = min(a for a, _ in spans), max(b for _, b in spans)
+    if end <= start:
+        return None
+    covered, reach = 0, start
+    for a, b in sorted(
+        (max(r.send_ns, start), min(r.send_ns + int((r.e2e_ms or 0.0) * 1e6), end)) for r in longs
+    ):
+        if b <= reach:
+            continue
+        covered += b - max(a, reach)
+        reach = b
+    return covered / (end - start)
+
+
 def itl_tail(records: list[RequestRecord]) -> dict[str, float | None]:
     """ITL p50, p99 and p99 / p50 over the decode streams; the ratio is None when the median gap is 0
     (tokens that arrive together in one network read share a timestamp)."""
@@ -88,12 +108,15 @@ async def run(env: TrialEnv) -> TrialResult:
     iso_all: list[RequestRecord] = []
     mix_all: list[RequestRecord] = []
     longs_all: list[RequestRecord] = []
+    shares: list[float | None] = []
     for r in range(cfg.rounds):
         order = order_of(r)
         got: dict[bool, list[RequestRecord]] = {}
         for mix in (False, True) if order == "ISO->MIX" else (True, False):
             got[mix], longs = await phase(env, mix, f"M{env.next_index()}-R{r}", long_spec)
             longs_all += longs
+            if mix:
+                shares.append(long_share(longs, got[mix]))
         iso, mixed = got[False], got[True]
         if r > 0:
             iso_all += iso
@@ -120,11 +143,23 @@ async def run(env: TrialEnv) -> TrialResult:
             Verdict.INCONCLUSIVE,
             f"no long request was served, so nothing was mixed: {first_error(longs_all)}",
         )
+    elif thin := [(r, sh) for r, sh in enumerate(shares) if r > 0 and (sh or 0.0) < cfg.min_long_share]:
+        r, sh = thin[0]
+        v, why = (
+            Verdict.INCONCLUSIVE,
+            (
+                f"R{r}: a long prefill was in flight for {(sh or 0.0):.0%} of the MIX phase (< "
+                f"{cfg.min_long_share:.0%}), so it did not measure interference"
+                + (f"; long requests failed: {first_error(long_failed)}" if long_failed else "")
+            ),
+        )
     evidence: dict[str, Any] = {
         "rounds": [
-            rd.model_dump() | {"degradation_pct": rd.degradation_pct, "retained": rd.retained}
-            for rd in rounds
+            rd.model_dump()
+            | {"degradation_pct": rd.degradation_pct, "retained": rd.retained, "mix_long_share": sh}
+            for rd, sh in zip(rounds, shares, strict=True)
         ],
+        "min_long_share": cfg.min_long_share,
         **x.model_dump(),
         "itl_ms_mix": itl_tail(mix_all),
         "itl_ms_iso": itl_tail(iso_all),

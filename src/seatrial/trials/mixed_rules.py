@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from seatrial.stats import direction_consistency, median
 from seatrial.trials.profile import MixedConfig
-from seatrial.trials.stats import direction_consistency, median
 from seatrial.verdict import Verdict
 
 MIN_RETAINED = 2

@@ -15,10 +15,10 @@ import aiohttp
 
 from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import RequestSpec
+from seatrial.runs.result import TrialResult
+from seatrial.stats import median_ci, relative_differences_pct
 from seatrial.trials.env import TrialEnv, first_error
 from seatrial.trials.prefix_rules import Counters, expected_hit_rate, functional, performance
-from seatrial.trials.result import TrialResult
-from seatrial.trials.stats import median_ci, relative_differences_pct
 from seatrial.verdict import Verdict
 
 DEFAULT_BLOCK_SIZE = 16

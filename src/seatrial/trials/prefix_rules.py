@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from seatrial.trials.result import Performance
-from seatrial.trials.stats import Estimate
+from seatrial.runs.result import Performance
+from seatrial.stats import Estimate
 from seatrial.verdict import Verdict
 
 MIN_WARM_REQUESTS = 4

@@ -33,7 +33,7 @@ class Slo(_Model):
 
 
 class BasicConfig(_Model):
-    requests: int = Field(16, ge=1)
+    requests: int = Field(32, ge=1)
     input_len: int = Field(128, ge=1)
     output_len: int = Field(64, ge=2)
 
@@ -42,14 +42,14 @@ class ContextConfig(_Model):
     short_len: int = Field(1024, ge=1)
     long_len: int = Field(32768, ge=1)
     output_len: int = Field(32, ge=2)
-    requests: int = Field(8, ge=1)
+    requests: int = Field(20, ge=1)
 
 
 class MixedConfig(_Model):
     """Seed 004 §9-10: R0 ISO->MIX discarded, then alternating MIX->ISO / ISO->MIX rounds."""
 
     rounds: int = Field(5, ge=2)
-    short_requests: int = Field(16, ge=1)
+    short_requests: int = Field(32, ge=1)
     short_concurrency: int = Field(4, ge=1)
     short_input_len: int = Field(128, ge=1)
     short_output_len: int = Field(64, ge=2)
@@ -59,12 +59,14 @@ class MixedConfig(_Model):
     min_direction_consistency: float = Field(0.75, gt=0.5, le=1.0)
     order_delta_limit_pct: float = Field(10.0, ge=0)
     max_speedup_pct: float = Field(10.0, ge=0)
+    # a MIX phase with a long prefill in flight for less of its time than this measured no interference
+    min_long_share: float = Field(0.5, ge=0, le=1)
 
 
 class SaturationConfig(_Model):
     ladder: list[int] = Field(default_factory=lambda: [64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048])
     requests_per_user: int = Field(2, ge=1)
-    min_requests: int = Field(64, ge=1)
+    min_requests: int = Field(1000, ge=1)
     warmup: int = Field(2, ge=0)
     input_len: int = Field(512, ge=1)
     output_len: int = Field(128, ge=2)

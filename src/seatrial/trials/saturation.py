@@ -15,11 +15,11 @@ from typing import Any
 from seatrial.load.bench import LevelOutcome
 from seatrial.load.config import WorkloadConfig
 from seatrial.load.validity import MIN_IN_FLIGHT_SHARE
+from seatrial.runs.result import TrialResult
+from seatrial.stats import min_samples, percentile_ci
 from seatrial.trials.env import TrialEnv, ok_values
 from seatrial.trials.profile import SaturationConfig, Slo
-from seatrial.trials.result import TrialResult
-from seatrial.trials.saturation_rules import Step, classify, max_executable, max_slo, saturated
-from seatrial.trials.stats import min_samples, percentile_ci
+from seatrial.trials.saturation_rules import Step, classify, first_unmet, max_executable, max_slo, saturated
 from seatrial.verdict import Verdict
 
 
@@ -52,7 +52,10 @@ def to_step(outcome: LevelOutcome, slo: Slo, max_lag_ms: float) -> tuple[Step, d
         output_tok_s=s["output_tok_s"],
         ttft_ms_p99=s["ttft_ms"]["p99"],
         ttft_ms_slo=ttft.value,
+        ttft_ms_slo_low=ttft.ci_low,
+        ttft_ms_slo_high=ttft.ci_high,
         itl_ms_slo=itl.value if itl else None,
+        itl_ms_slo_high=itl.ci_high if itl else None,
         running_max=srv.get("running_max"),
         waiting_max=srv.get("waiting_max"),
         kv_cache_usage_max=srv.get("kv_cache_usage_max"),
@@ -61,7 +64,7 @@ def to_step(outcome: LevelOutcome, slo: Slo, max_lag_ms: float) -> tuple[Step, d
         enough_samples=ttft.enough,
     )
     extra = {
-        "ttft_ms_slo_ci": [ttft.ci_low, ttft.ci_high],
+        "ttft_ms_slo_n": ttft.n,
         "ttft_ms_p50": s["ttft_ms"]["p50"],
         "itl_ms_p50": s["itl_ms"]["p50"],
         "itl_ms_p99": s["itl_ms"]["p99"],
@@ -85,12 +88,28 @@ def verdict(steps: list[Step], cls: str, cfg: SaturationConfig, slo: Slo) -> tup
         ]
     if cls == "CLIENT_BOUND":
         return Verdict.INCONCLUSIVE, ["the client did not deliver the load; the server was not measured"]
-    best = max_slo(steps, slo)
+    best, unmet = max_slo(steps, slo), first_unmet(steps, slo)
+    words = f"TTFT p{slo.percentile:g} <= {slo.ttft_ms:,.0f} ms"
+    target = cfg.target_concurrency
+    if target and best is not None and best >= target:
+        return Verdict.PASS, [
+            f"serves C={best} within the SLO ({words}, the whole 95% interval), target {target}"
+        ]
+    if unmet is not None and unmet[1] == "STRADDLES":
+        s = unmet[0]
+        return Verdict.INCONCLUSIVE, [
+            f"C={s.concurrency}: the 95% interval of TTFT p{slo.percentile:g} [{_ms(s.ttft_ms_slo_low)}, "
+            f"{_ms(s.ttft_ms_slo_high)}] ms straddles the SLO {slo.ttft_ms:,.0f} ms; more requests per step decide it"
+        ]
     if best is None:
-        return Verdict.FAIL, [f"no step met the SLO (TTFT p{slo.percentile:g} <= {slo.ttft_ms:,.0f} ms)"]
-    if cfg.target_concurrency and best < cfg.target_concurrency:
-        return Verdict.FAIL, [f"max SLO concurrency {best} < target {cfg.target_concurrency}"]
-    return Verdict.PASS, [f"serves C={best} within the SLO"]
+        return Verdict.FAIL, [f"no step met the SLO ({words})"]
+    if target and best < target:
+        return Verdict.FAIL, [f"max SLO concurrency {best} < target {target}"]
+    return Verdict.PASS, [f"serves C={best} within the SLO ({words}, the whole 95% interval)"]
+
+
+def _ms(v: float | None) -> str:
+    return "unknown" if v is None else f"{v:,.0f}"
 
 
 async def run(env: TrialEnv) -> TrialResult:

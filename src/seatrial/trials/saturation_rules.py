@@ -18,11 +18,12 @@ NONE                no step saturated.
 from __future__ import annotations
 
 import itertools
+from typing import Literal
 
 from pydantic import BaseModel
 
+from seatrial.runs.result import Classification
 from seatrial.trials.profile import SaturationConfig, Slo
-from seatrial.trials.result import Classification
 
 RUNNING_FLAT = 0.10
 
@@ -35,8 +36,11 @@ class Step(BaseModel):
     requests_failed: int
     output_tok_s: float | None
     ttft_ms_p99: float | None
-    ttft_ms_slo: float | None  # TTFT at the SLO percentile
+    ttft_ms_slo: float | None  # TTFT at the SLO percentile (point estimate, shown)
+    ttft_ms_slo_low: float | None  # its 95% interval (order statistics): decisions read these
+    ttft_ms_slo_high: float | None
     itl_ms_slo: float | None
+    itl_ms_slo_high: float | None = None
     running_max: float | None
     waiting_max: float | None
     kv_cache_usage_max: float | None
@@ -58,9 +62,12 @@ def _plateau(steps: list[Step], i: int, gain: float) -> bool:
 
 
 def _cliff(prev: Step, cur: Step, factor: float, slo: Slo) -> bool:
+    """A jump of ``factor`` between the point estimates that clearly breaks the SLO (the whole interval
+    of the later step above it)."""
     if prev.ttft_ms_slo is None or cur.ttft_ms_slo is None or prev.ttft_ms_slo <= 0:
         return False
-    return cur.ttft_ms_slo >= factor * prev.ttft_ms_slo and cur.ttft_ms_slo > slo.ttft_ms
+    broken = cur.ttft_ms_slo_low is not None and cur.ttft_ms_slo_low > slo.ttft_ms
+    return cur.ttft_ms_slo >= factor * prev.ttft_ms_slo and broken
 
 
 def classify(steps: list[Step], cfg: SaturationConfig, slo: Slo) -> tuple[Classification, str]:
@@ -97,10 +104,27 @@ def classify(steps: list[Step], cfg: SaturationConfig, slo: Slo) -> tuple[Classi
     return "NONE", "no step saturated"
 
 
+SloFit = Literal["MEETS", "MISSES", "STRADDLES"]
+
+
+def slo_fit(step: Step, slo: Slo) -> SloFit:
+    """Whether a step clearly meets the SLO (every interval's upper bound within it), clearly misses it
+    (a failed request, an undelivered load, or an interval wholly above it), or cannot say (an interval
+    straddles it, or its upper bound is unknown: too few samples beyond the percentile)."""
+    if step.requests_failed or not step.delivered or step.ttft_ms_slo is None:
+        return "MISSES"
+    bounds = [(step.ttft_ms_slo_low, step.ttft_ms_slo_high, slo.ttft_ms)]
+    if slo.itl_ms is not None:
+        bounds.append((None, step.itl_ms_slo_high, slo.itl_ms))
+    if any(low is not None and low > limit for low, _, limit in bounds):
+        return "MISSES"
+    if all(high is not None and high <= limit for _, high, limit in bounds):
+        return "MEETS"
+    return "STRADDLES"
+
+
 def meets_slo(step: Step, slo: Slo) -> bool:
-    if step.requests_failed or step.ttft_ms_slo is None or step.ttft_ms_slo > slo.ttft_ms:
-        return False
-    return slo.itl_ms is None or (step.itl_ms_slo is not None and step.itl_ms_slo <= slo.itl_ms)
+    return slo_fit(step, slo) == "MEETS"
 
 
 def max_executable(steps: list[Step]) -> int | None:
@@ -110,13 +134,22 @@ def max_executable(steps: list[Step]) -> int | None:
 
 
 def max_slo(steps: list[Step], slo: Slo) -> int | None:
-    """Highest step such that it and every lower step met the SLO (the first miss ends the run)."""
+    """Highest step such that it and every lower step clearly met the SLO (the first other step ends it)."""
     best = None
     for s in sorted(steps, key=lambda s: s.concurrency):
-        if not (s.delivered and meets_slo(s, slo)):
+        if not meets_slo(s, slo):
             break
         best = s.concurrency
     return best
+
+
+def first_unmet(steps: list[Step], slo: Slo) -> tuple[Step, SloFit] | None:
+    """The lowest step that did not clearly meet the SLO, and how it stood."""
+    for s in sorted(steps, key=lambda s: s.concurrency):
+        fit = slo_fit(s, slo)
+        if fit != "MEETS":
+            return s, fit
+    return None
 
 
 def saturated(classification: Classification) -> bool:

@@ -17,6 +17,7 @@ from seatrial.checkpoint.convert.manifest import CHANGELOG_NAME, Manifest
 from seatrial.checkpoint.convert.options import ConvertOptions
 from seatrial.checkpoint.convert.plan import CONFIG_NAME
 from seatrial.checkpoint.convert.source import INDEX_NAME, SourceCheckpoint
+from seatrial.checkpoint.paths import resolve_inside
 from seatrial.errors import ConfigError
 from seatrial.jsonio import read_json
 
@@ -45,6 +46,8 @@ def write_metadata(source: SourceCheckpoint, opts: ConvertOptions, manifest: Man
 
 def _write_config(source: SourceCheckpoint, opts: ConvertOptions, manifest: Manifest) -> list[ConfigChange]:
     path = source.root / CONFIG_NAME
+    if path.exists() or path.is_symlink():
+        path = resolve_inside(source.root, CONFIG_NAME)
     if not path.is_file():
         if opts.set_config:
             raise ConfigError(f"--set-config: {path} does not exist")

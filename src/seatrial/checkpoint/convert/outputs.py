@@ -14,8 +14,9 @@ from seatrial.checkpoint.convert.manifest import Manifest, OutputRecord, TableRe
 from seatrial.checkpoint.convert.options import ConvertOptions
 from seatrial.checkpoint.convert.plan import find_lm_head, to_specs
 from seatrial.checkpoint.convert.source import SourceCheckpoint
-from seatrial.checkpoint.convert.stio import HashingWriter, file_digest, read_header
+from seatrial.checkpoint.convert.stio import HashingWriter, file_digest, read_entries
 from seatrial.checkpoint.convert.tasks import TableWriter, rewrite_file
+from seatrial.checkpoint.paths import output_path, resolve_inside
 from seatrial.errors import CheckpointError
 
 _ORDER = {"link": 0, "table": 1, "scale": 2, "rewrite": 3}
@@ -44,7 +45,7 @@ class OutputRunner:
 
     def _work_bytes(self, record: OutputRecord) -> int:
         if record.kind == "link":
-            return (self.source.root / record.file).stat().st_size
+            return resolve_inside(self.source.root, record.source_file or record.file).stat().st_size
         if record.kind == "table":
             return sum(self.source.tensors[t.name].entry.nbytes for t in record.tensors)
         if record.kind == "rewrite":
@@ -52,13 +53,14 @@ class OutputRunner:
         return 0
 
     def run(self, record: OutputRecord) -> None:
-        final = self.opts.dst / record.file
+        final = output_path(self.opts.dst, record.file)
         if record.status == "done" and self._intact(record, final):
             self.counts["skipped"] += 1
             self.advance(self._work_bytes(record))
             return
         if record.kind == "link":
-            record.method = link_or_copy(self.source.root / record.file, final)  # type: ignore[assignment]
+            source = resolve_inside(self.source.root, record.source_file or record.file)
+            record.method = link_or_copy(source, final)  # type: ignore[assignment]
             record.size_bytes = final.stat().st_size
             self.counts[record.method or "copy"] += 1
             self.advance(record.size_bytes)
@@ -76,10 +78,10 @@ class OutputRunner:
         if not final.is_file():
             return False
         if record.kind == "link":
-            source = self.source.root / record.file
+            source = resolve_inside(self.source.root, record.source_file or record.file)
             return os.path.samefile(source, final) or final.stat().st_size == source.stat().st_size
         try:
-            entries, _ = read_header(final)
+            entries, _ = read_entries(final)
         except CheckpointError:
             return False
         planned = [(t.name, t.dtype, tuple(t.shape)) for t in record.tensors]

@@ -25,6 +25,7 @@ from seatrial.checkpoint.convert.plan import (
 from seatrial.checkpoint.convert.scale import POOL, fp8_scale, max_abs
 from seatrial.checkpoint.convert.source import SourceCheckpoint, SourceTensor, Table, find_tables
 from seatrial.checkpoint.convert.stio import ITEMSIZE_BYTES, iter_row_blocks, map_rows
+from seatrial.checkpoint.paths import resolve_inside
 from seatrial.errors import CheckpointError, ConfigError
 from seatrial.jsonio import read_json
 
@@ -78,7 +79,8 @@ def table_record(
 def select(source: SourceCheckpoint, opts: ConvertOptions) -> tuple[list[Table], LmHeadPlan | None]:
     """The tables and lm_head this run converts; an error when there is nothing to do."""
     tables = find_tables(source, opts.embedding_pattern) if opts.embedding_pattern else []
-    declared = declared_split_parts(source.root / CONFIG_NAME)
+    config = source.root / CONFIG_NAME
+    declared = declared_split_parts(resolve_inside(source.root, CONFIG_NAME) if config.exists() else config)
     for table in tables:
         if declared is not None and len(table.shards) > 1 and len(table.shards) != declared:
             raise CheckpointError(

@@ -8,13 +8,15 @@ and of one row width.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seatrial.checkpoint.convert.stio import TensorEntry, read_header
+from seatrial.checkpoint.convert.stio import TensorEntry, read_entries
+from seatrial.checkpoint.index import read_json_file
+from seatrial.checkpoint.paths import resolve_inside
 from seatrial.errors import CheckpointError, ConfigError
-from seatrial.jsonio import read_json
 
 INDEX_NAME = "model.safetensors.index.json"
 SINGLE_NAME = "model.safetensors"
@@ -61,39 +63,63 @@ class SourceCheckpoint:
         return sum(t.entry.nbytes for t in self.tensors.values())
 
 
+def _index(root: Path) -> tuple[dict[str, str], dict[str, object]]:
+    """The index's weight_map (names only checked for type here) and metadata."""
+    index_path = resolve_inside(root, INDEX_NAME)
+    index = read_json_file(index_path)
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise CheckpointError(index_path, "weight_map must map tensor names to file names")
+    metadata = index.get("metadata") or {}
+    return weight_map, dict(metadata) if isinstance(metadata, dict) else {}
+
+
+def other_files(root: Path, known: set[str]) -> list[str]:
+    """Every other file under ``root`` (config, tokenizer...), each resolved inside it: a symlink that
+    leaves the checkpoint is refused, and so is a symlinked folder (it is never walked into)."""
+    found = []
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        here = Path(folder)
+        for d in dirs:
+            if (here / d).is_symlink():
+                raise CheckpointError(here / d, "is a symlinked folder; copy the folder into the checkpoint")
+        for name in names:
+            rel = (here / name).relative_to(root).as_posix()
+            if rel in known or rel == INDEX_NAME:
+                continue
+            if not resolve_inside(root, rel).is_file():
+                continue
+            found.append(rel)
+    return sorted(found)
+
+
 def open_source(root: Path) -> SourceCheckpoint:
-    """Read the index (or the single ``model.safetensors``) and every referenced file's header."""
+    """Read the index (or the single ``model.safetensors``) and every referenced file's header. Every
+    file name is resolved inside SRC by the resolver ``audit`` uses (``checkpoint.paths``)."""
     if not root.is_dir():
         raise CheckpointError(root, "source checkpoint directory does not exist")
-    index_path = root / INDEX_NAME
     index_metadata: dict[str, object] = {}
-    if index_path.is_file():
-        index = read_json(index_path)
-        weight_map: dict[str, str] = index.get("weight_map") or {}
-        index_metadata = dict(index.get("metadata") or {})
+    if (root / INDEX_NAME).exists():
+        weight_map, index_metadata = _index(root)
         file_names = sorted(set(weight_map.values()))
+        referrer: Path | None = root / INDEX_NAME
     elif (root / SINGLE_NAME).is_file():
-        weight_map, file_names = {}, [SINGLE_NAME]
+        weight_map, file_names, referrer = {}, [SINGLE_NAME], None
     else:
         raise CheckpointError(root, f"neither {INDEX_NAME} nor {SINGLE_NAME} found")
     files: dict[str, dict[str, TensorEntry]] = {}
     tensors: dict[str, SourceTensor] = {}
     for name in file_names:
-        path = root / name
+        path = resolve_inside(root, name, referrer=referrer)
         if not path.is_file():
-            raise CheckpointError(path, f"listed in {INDEX_NAME} but missing")
-        files[name], _ = read_header(path)
+            raise CheckpointError(root / name, f"listed in {INDEX_NAME} but missing")
+        files[name], _ = read_entries(path)
         for tname, entry in files[name].items():
             tensors[tname] = SourceTensor(name, entry)
     for tname, fname in weight_map.items():
         if tensors.get(tname) is None or tensors[tname].file != fname:
             raise CheckpointError(root / fname, f"index names tensor {tname!r} but the file lacks it")
-    others = sorted(
-        str(p.relative_to(root))
-        for p in root.rglob("*")
-        if p.is_file() and str(p.relative_to(root)) not in files and p.name != INDEX_NAME
-    )
-    return SourceCheckpoint(root, files, tensors, index_metadata, others)
+    return SourceCheckpoint(root, files, tensors, index_metadata, other_files(root, set(files)))
 
 
 def find_tables(source: SourceCheckpoint, pattern: str) -> list[Table]:

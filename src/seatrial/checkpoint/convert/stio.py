@@ -1,7 +1,8 @@
-"""Raw safetensors I/O for the converter: header parsing, row reads by offset, a streaming writer.
+"""Raw safetensors I/O for the converter: tensors by absolute offset, row reads, a streaming writer.
 
-Kept in one file so it can later be folded into the shared header reader. numpy's safetensors
-path cannot hold BF16/F8, so tensors are read as raw little-endian bytes by their header offsets.
+Headers are read by the one header reader (``checkpoint.header``); this module turns its entries into
+absolute file offsets. numpy's safetensors path cannot hold BF16/F8, so tensors are read as raw
+little-endian bytes by their header offsets.
 A safetensors file is: u64 header length N (little endian), N bytes of JSON header (padded with
 spaces to a multiple of 8 here), then the data section; ``data_offsets`` are relative to it.
 """
@@ -20,19 +21,15 @@ from typing import Any, BinaryIO
 import numpy as np
 import xxhash
 
+from seatrial.checkpoint.dtypes import DTYPE_BITS
+from seatrial.checkpoint.header import read_header
 from seatrial.errors import CheckpointError
 
-#: Bytes per element of each safetensors dtype the converter may meet.
-ITEMSIZE_BYTES: dict[str, int] = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1,
-    "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
-    "I32": 4, "U32": 4, "F32": 4,
-    "I64": 8, "U64": 8, "F64": 8,
-}  # fmt: skip
+#: Bytes per element of each whole-byte safetensors dtype (sub-byte ones are only ever linked).
+ITEMSIZE_BYTES: dict[str, int] = {k: bits // 8 for k, bits in DTYPE_BITS.items() if bits % 8 == 0}
 
 #: Unsigned integer view used to carry each element width without interpretation.
 _RAW_VIEW = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-_MAX_HEADER_BYTES = 100 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -62,34 +59,16 @@ class TensorEntry:
         return self.shape[0] if self.shape else 1
 
 
-def read_header(path: Path) -> tuple[dict[str, TensorEntry], dict[str, str]]:
-    """Parse a safetensors header; return its tensors by name and its ``__metadata__``."""
-    try:
-        with path.open("rb") as fh:
-            raw_len = fh.read(8)
-            if len(raw_len) != 8:
-                raise CheckpointError(path, "too short to be a safetensors file")
-            (header_len,) = struct.unpack("<Q", raw_len)
-            if header_len > _MAX_HEADER_BYTES:
-                raise CheckpointError(path, f"header length {header_len} bytes is implausible")
-            header = json.loads(fh.read(header_len))
-    except (OSError, ValueError) as exc:
-        raise CheckpointError(path, f"cannot read safetensors header: {exc}") from None
-    data_start = 8 + header_len
-    file_bytes = path.stat().st_size
-    metadata = header.pop("__metadata__", None) or {}
-    tensors: dict[str, TensorEntry] = {}
-    for name, info in header.items():
-        dtype = info.get("dtype")
-        if dtype not in ITEMSIZE_BYTES:
-            raise CheckpointError(path, f"tensor {name!r} has unknown dtype {dtype!r}")
-        begin, end = (data_start + int(o) for o in info["data_offsets"])
-        shape = tuple(int(d) for d in info["shape"])
-        expected = int(np.prod(shape, dtype=np.int64)) * ITEMSIZE_BYTES[dtype]
-        if end - begin != expected or end > file_bytes:
-            raise CheckpointError(path, f"tensor {name!r}: offsets do not match shape {list(shape)}")
-        tensors[name] = TensorEntry(name, dtype, shape, begin, end)
-    return tensors, metadata
+def read_entries(path: Path) -> tuple[dict[str, TensorEntry], dict[str, str]]:
+    """The tensors of a safetensors file by name (absolute offsets) and its ``__metadata__``, from the
+    one header reader (:func:`seatrial.checkpoint.header.read_header`: every check, every fuzz case)."""
+    shard = read_header(path)
+    data_start = 8 + shard.header_bytes
+    entries = {
+        name: TensorEntry(name, entry.dtype, entry.shape, data_start + entry.begin, data_start + entry.end)
+        for name, entry in shard.tensors.items()
+    }
+    return entries, shard.metadata
 
 
 def read_rows(

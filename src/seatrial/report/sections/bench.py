@@ -5,83 +5,24 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from seatrial.load.metrics import engine_means_shown, level_label
 from seatrial.report.plots import line_svg
+from seatrial.runs.levels import engine_table, level_notes, level_table
+from seatrial.runs.table import Table
 
 
-def _f(v: Any, fmt: str = "{:,.1f}") -> str:
-    return "–" if v is None else fmt.format(v)
-
-
-def _table(levels: list[dict[str, Any]]) -> str:
-    head = (
-        "level",
-        "ok",
-        "failed",
-        "out tok/s",
-        "per-user tok/s",
-        "TTFT p50",
-        "TTFT p99",
-        "TPOT p50",
-        "ITL p50",
-        "ITL p99",
-        "E2E p50",
-        "running max",
-        "waiting max",
-        "KV max",
-        "valid",
-    )
-    rows = []
-    for lv in levels:
-        srv = lv["server"]
-        cells = [
-            level_label(lv),
-            lv["requests_ok"],
-            lv["requests_failed"],
-            _f(lv["output_tok_s"]),
-            _f(lv["per_user_output_tok_s"]),
-            _f(lv["ttft_ms"]["p50"]),
-            _f(lv["ttft_ms"]["p99"]),
-            _f(lv["tpot_ms"]["p50"]),
-            _f(lv["itl_ms"]["p50"]),
-            _f(lv["itl_ms"]["p99"]),
-            _f(lv["e2e_ms"]["p50"]),
-            _f(srv.get("running_max"), "{:.0f}"),
-            _f(srv.get("waiting_max"), "{:.0f}"),
-            _f(srv.get("kv_cache_usage_max"), "{:.1%}"),
-            "yes"
-            if lv["valid"]
-            else "<span class='bad'>NO: " + html.escape("; ".join(lv["invalid_reasons"])) + "</span>",
-        ]
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return "<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
-
-
-def _engine_view(levels: list[dict[str, Any]]) -> str:
-    """Client mean latencies beside the engine's own histograms' means; empty when it exports none."""
-    shown = engine_means_shown(levels)
-    if not shown:
-        return ""
-    head = "".join(f"<th>{name} client / engine</th>" for name, _, _ in shown)
+def html_table(table: Table, *, heading: str = "h3") -> str:
+    """A :class:`seatrial.runs.table.Table` as HTML; rows not ok carry the class ``bad``."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
     rows = "".join(
-        f"<tr><td>{level_label(lv)}</td>"
-        + "".join(
-            f"<td>{_f(lv[key].get('mean'))} / {_f(lv['server'].get(f'{h}_ms_mean'))}</td>"
-            for _, key, h in shown
-        )
-        + "</tr>"
-        for lv in levels
+        f"<tr{'' if ok else ' class=bad'}>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+        for row, ok in zip(table.rows, table.ok, strict=True)
     )
-    return f"<h3>Mean latency (ms): client / engine's own histograms</h3><table><tr><th>level</th>{head}</tr>{rows}</table>"
+    return f"<{heading}>{html.escape(table.title)}</{heading}><table><tr>{head}</tr>{rows}</table>"
 
 
 def _notes(levels: list[dict[str, Any]]) -> str:
     """The client's self-check notes (a stalled client, merged events, ITL per chunk), per level."""
-    items = [
-        f"<li>{level_label(lv)}: {html.escape(lv['client_timing']['note'])}</li>"
-        for lv in levels
-        if (lv.get("client_timing") or {}).get("note")
-    ]
+    items = [f"<li>{html.escape(line)}</li>" for line in level_notes(levels)]
     return f"<h3>Client self-checks</h3><ul>{''.join(items)}</ul>" if items else ""
 
 
@@ -122,6 +63,7 @@ def section(summary: dict[str, Any]) -> str | None:
     model = html.escape(str(summary.get("model", "")))
     return (
         f"<h2>Load levels</h2><p class='meta'>model {model} · workload {wl} · endpoint "
-        f"{html.escape(str(summary.get('endpoint', '')))}</p>{_table(levels)}"
-        f"{_engine_view(levels)}{_notes(levels)}<div class='plots'>{''.join(plots)}</div>"
+        f"{html.escape(str(summary.get('endpoint', '')))}</p>{html_table(level_table(levels))}"
+        f"{html_table(engine) if (engine := engine_table(levels)) else ''}{_notes(levels)}"
+        f"<div class='plots'>{''.join(plots)}</div>"
     )

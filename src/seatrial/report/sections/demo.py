@@ -5,10 +5,24 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from seatrial.runs.verdicts import counts_line
+
+
+def _result(step: dict[str, Any]) -> str:
+    """What the step gave: its verdict counts, its valid levels, or that it ran (or failed to)."""
+    if not step["ok"]:
+        return "<span class='bad'>FAILED</span>"
+    if step.get("verdicts") is not None:
+        word = "passed" if step["passed"] else "not passed"
+        return html.escape(f"{word}: {counts_line(step['verdicts'])}")
+    if step.get("valid_levels"):
+        return html.escape(f"{step['valid_levels']} levels valid")
+    return "ran"
+
 
 def _steps(steps: list[dict[str, Any]]) -> str:
     rows = "".join(
-        f"<tr><td class='l'>{html.escape(s['name'])}</td><td>{'ok' if s['ok'] else 'FAILED'}</td>"
+        f"<tr><td class='l'>{html.escape(s['name'])}</td><td class='l'>{_result(s)}</td>"
         f"<td>{s['seconds']}</td><td class='l'>{html.escape(s['error'] or '')}</td></tr>"
         for s in steps
     )

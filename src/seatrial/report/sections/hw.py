@@ -1,8 +1,23 @@
-"""Hardware section: the ``seatrial hw`` verdict sheet, rendered by seatrial.hw.report."""
+"""Hardware section: the ``seatrial hw`` verdict sheet (the rows the console prints), the GPUs, and
+each GPU's burn telemetry."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from seatrial.runs.hwsheet import sheet_table
+from seatrial.runs.result import TrialResult
+from seatrial.runs.verdicts import counts_line, judge_run
+
+TELEMETRY_COLUMNS = (
+    "t_s",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "gpu_temp_c",
+    "hbm_temp_c",
+    "power_w",
+    "clock_event_reasons",
+)
 
 
 def _sheet(summary: dict[str, Any]) -> dict[str, Any] | None:
@@ -13,11 +28,22 @@ def _sheet(summary: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def render_sheet(sheet: dict[str, Any]) -> str:
+    """The hardware section of one verdict sheet as an HTML fragment (autoescaped)."""
+    from seatrial.report.html import template
+
+    trials = [TrialResult.model_validate(t) for t in sheet["trials"]]
+    judged = judge_run(trials)
+    burns = [{"gpu": t.gpu, "samples": t.evidence.get("samples", [])} for t in trials if t.name == "burn"]
+    return template("hw_section.html.j2").render(
+        gpus=sheet["gpus"],
+        sheet=sheet_table(trials),
+        burns=burns,
+        columns=TELEMETRY_COLUMNS,
+        verdicts={"passed": judged["passed"], "counts_line": counts_line(judged["counts"])},
+    )
+
+
 def section(summary: dict[str, Any]) -> str | None:
     sheet = _sheet(summary)
-    if sheet is None:
-        return None
-    from seatrial.hw.models import HwReport
-    from seatrial.hw.report import render_hw_section
-
-    return render_hw_section(HwReport.from_json(sheet))
+    return None if sheet is None else render_sheet(sheet)

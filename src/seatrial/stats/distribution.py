@@ -19,3 +19,7 @@ def distribution(values: Sequence[float]) -> dict[str, float | None]:
         out[f"p{p}"] = float(v)
     out["max"] = float(arr.max())
     return out
+
+
+def median(values: Sequence[float]) -> float | None:
+    return float(np.median(values)) if len(values) else None

@@ -1,0 +1,136 @@
+"""The run folder contract, written by every command that runs something:
+
+run.json             command, config, versions, environment (no secrets)
+requests.jsonl       one record per request, flushed as it completes (commands that send requests)
+server_metrics.jsonl timestamped scrapes of the server's /metrics (the same commands)
+summary.json         the command's summary (rewritten as the run goes, so a partial run is readable)
+report.html          rendered from summary.json and run.json by ``seatrial.report``
+
+Records and scrapes are appended from a background thread and flushed as they arrive, so a crash or
+Ctrl-C leaves every finished request on disk. Everything else passes through :func:`redact` first.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from seatrial import __version__
+from seatrial.jsonio import write_json
+from seatrial.runs.redact import redact
+
+
+def environment() -> dict[str, Any]:
+    return {
+        "seatrial": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "host": platform.node(),
+        "cpu_count": os.cpu_count(),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def write_redacted(path: Path, obj: Any) -> Path:
+    """``obj`` without secrets, as JSON, atomically: what every run-folder file and ``--json`` is."""
+    return write_json(path, redact(obj))
+
+
+class _LineWriter:
+    """Appends JSON lines from a background thread, flushing each batch, so the load loop never waits
+    on the disk (a 1,024-stream level ends with 1,024 records at once)."""
+
+    def __init__(self, path: Path) -> None:
+        self._fh: IO[bytes] = open(path, "ab")  # noqa: SIM115
+        self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=f"writer-{path.name}", daemon=True)
+        self._thread.start()
+
+    def put(self, row: dict[str, Any]) -> None:
+        self._queue.put(row)
+
+    def _run(self) -> None:
+        while (row := self._queue.get()) is not None:
+            self._fh.write(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+            if self._queue.empty():
+                self._fh.flush()
+        self._fh.close()
+
+    def close(self) -> None:
+        """Write everything queued, then close the file."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+
+class RunFolder:
+    """An open run folder. Use as a context manager so the JSONL files are closed on any exit.
+
+    ``requests=False`` for commands that send no requests (hw, sync, doctor, demo): the same folder
+    without ``requests.jsonl`` and ``server_metrics.jsonl``."""
+
+    def __init__(
+        self,
+        path: Path,
+        command: str,
+        config: dict[str, Any],
+        *,
+        requests: bool = True,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        info = {"command": command, "config": config, "environment": environment(), **(extra or {})}
+        write_redacted(path / "run.json", info)
+        self._requests = _LineWriter(path / "requests.jsonl") if requests else None
+        self._metrics = _LineWriter(path / "server_metrics.jsonl") if requests else None
+
+    def __enter__(self) -> RunFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add_request(self, row: dict[str, Any]) -> None:
+        assert self._requests is not None, "this run folder keeps no requests"
+        self._requests.put(row)
+
+    def add_metrics(self, row: dict[str, Any]) -> None:
+        assert self._metrics is not None, "this run folder keeps no server metrics"
+        self._metrics.put(row)
+
+    def write_summary(self, summary: dict[str, Any]) -> Path:
+        return write_redacted(self.path / "summary.json", summary)
+
+    def write_file(self, name: str, content: Any) -> Path:
+        """A file beside the contract's (``artifacts.json``, ``table.txt``): JSON unless ``content`` is
+        text; redacted either way."""
+        target = self.path / name
+        if isinstance(content, str):
+            target.write_text(redact(content), encoding="utf-8")
+            return target
+        return write_redacted(target, content)
+
+    def close(self) -> None:
+        for writer in (self._requests, self._metrics):
+            if writer is not None:
+                writer.close()
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL file; a torn last line (the process died mid-write) is skipped."""
+    rows = []
+    for line in path.read_bytes().splitlines():
+        try:
+            rows.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            continue
+    return rows

@@ -1,0 +1,81 @@
+"""The ``seatrial hw`` verdict sheet as text, shared by the console table and the HTML section:
+one line of key figures per trial, and the sheet's rows with repeated reasons said once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seatrial.runs.result import TrialResult
+from seatrial.runs.table import Table
+from seatrial.verdict import Verdict
+
+SHEET_COLUMNS = ("trial", "gpu", "verdict", "evidence / reason")
+BAD = (Verdict.FAIL, Verdict.UNSTABLE, Verdict.REVIEW_REQUIRED, Verdict.INCONCLUSIVE)
+
+
+def trial_summary(trial: TrialResult) -> str:
+    """The key figures of ``trial.evidence`` in one line ('' when there are none)."""
+    ev = trial.evidence
+    if trial.name.startswith("precision.") and ev.get("tflops") is not None:
+        peak = ev.get("tflops_peak")
+        of_peak = f" = {ev['peak_fraction']:.0%} of {peak}" if peak else " (no datasheet peak)"
+        return f"{ev['tflops']} TFLOP/s{of_peak}; kernels: {', '.join(_short(k) for k in ev['kernels'])}"
+    if trial.name == "burn" and "tflops" in ev:
+        return _burn(ev)
+    if trial.name == "collectives" and ev.get("busbw_gbps"):
+        peaks = {op: max(v.values()) for op, v in ev["busbw_gbps"].items()}
+        return "max busbw " + ", ".join(f"{op} {bw:.1f} GB/s" for op, bw in peaks.items())
+    if trial.name == "inventory" and "count" in ev:
+        return (
+            f"{ev['count']} GPU(s), driver {ev.get('driver_version')}, CUDA {ev.get('cuda_driver_version')}"
+        )
+    return ""
+
+
+def _burn(ev: dict[str, Any]) -> str:
+    tel = ev.get("telemetry", {})
+    parts = [f"{ev['tflops']} TFLOP/s", f"share {ev['share_of_best']:.0%}", f"{ev['checks']} checks"]
+    if tel.get("sm_clock_mhz"):
+        parts.append(f"SM {tel['sm_clock_mhz']['min']}-{tel['sm_clock_mhz']['max']} MHz")
+    if tel.get("gpu_temp_c"):
+        parts.append(f"max {tel['gpu_temp_c']['max']} C")
+    if tel.get("power_w") and tel.get("power_limit_w"):
+        parts.append(f"max {tel['power_w']['max']:.0f}/{tel['power_limit_w']['max']:.0f} W")
+    if tel.get("clock_events_seen"):
+        parts.append("events " + ",".join(tel["clock_events_seen"]))
+    return "; ".join(parts)
+
+
+def _short(kernel: str, limit: int = 60) -> str:
+    return kernel if len(kernel) <= limit else kernel[: limit - 3] + "..."
+
+
+def sheet_table(trials: list[TrialResult]) -> Table:
+    """One row per trial; trials that share one verdict and one reason and show no figures (every
+    trial of a machine without a GPU) are one row naming them all, where the first of them stood."""
+    groups: dict[tuple[str, str | None], list[TrialResult]] = {}
+    order: list[tuple[str, str | None] | TrialResult] = []
+    for t in trials:
+        if trial_summary(t) or not t.reason:
+            order.append(t)
+            continue
+        key = (t.verdict.value, t.reason)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(t)
+    rows, ok = [], []
+    for item in order:
+        if isinstance(item, TrialResult):
+            detail = " | ".join(x for x in (trial_summary(item), item.reason or "") if x)
+            rows.append([item.name, "all" if item.gpu is None else str(item.gpu), item.verdict.value, detail])
+            ok.append(item.verdict not in BAD)
+            continue
+        members = groups[item]
+        names = list(dict.fromkeys(t.name for t in members))
+        gpus = sorted({t.gpu for t in members if t.gpu is not None})
+        label = names[0] if len(members) == 1 else f"{', '.join(names)} ({len(members)} trials)"
+        gpu = "all" if not gpus else ",".join(map(str, gpus))
+        rows.append([label, gpu, item[0], item[1] or ""])
+        ok.append(Verdict(item[0]) not in BAD)
+    return Table("seatrial hw", SHEET_COLUMNS, rows, ok)

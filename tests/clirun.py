@@ -1,0 +1,27 @@
+"""Invoke the CLI in-process with the exit code the shell would see (``run_cli``'s mapping of
+seatrial's errors), and the output."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from typer.testing import CliRunner
+
+from seatrial.cli.app import app
+from seatrial.errors import SeatrialError
+
+
+class Outcome(NamedTuple):
+    code: int
+    output: str
+    exception: BaseException | None
+
+
+def invoke(args: list[str]) -> Outcome:
+    result = CliRunner().invoke(app, args)
+    exc = result.exception
+    if isinstance(exc, SeatrialError):
+        return Outcome(exc.exit_code, f"{result.output}error: {exc}", exc)
+    if exc is not None and not isinstance(exc, SystemExit):
+        raise exc
+    return Outcome(result.exit_code, result.output, exc)

@@ -1,0 +1,94 @@
+"""Issue 16 item 11: no secret reaches a file. Secrets are planted where users put them (the API key in
+the environment, credentials in the URL, --api-key on the server's command line) and every file each
+command writes is searched for them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+
+KEY = "sk-planted-KEY-4711"
+PASSWORD = "pw-planted-PASS-0815"
+TOKEN = "hf_planted_TOKEN_42"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ThreadedServer]:
+    with ThreadedServer(SyntheticConfig(itl_s=0.001, ttft_s=0.002)) as srv:
+        yield srv
+
+
+def url_with_credentials(srv: ThreadedServer) -> str:
+    return srv.url.replace("http://", f"http://alice:{PASSWORD}@")
+
+
+def seatrial(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OPENAI_API_KEY": KEY, "HF_TOKEN": TOKEN}
+    cmd = [sys.executable, "-m", "seatrial.cli.app", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+
+
+def assert_no_secret(root: Path, proc: subprocess.CompletedProcess[str]) -> list[Path]:
+    files = [p for p in root.rglob("*") if p.is_file()]
+    assert files, f"nothing was written under {root}"
+    for path in files:
+        data = path.read_bytes()
+        for secret in (KEY, PASSWORD, TOKEN):
+            assert secret.encode() not in data, f"{secret} in {path}"
+    for secret in (KEY, PASSWORD, TOKEN):
+        assert secret not in proc.stdout + proc.stderr
+    return files
+
+
+def test_bench_with_credentials_in_the_url_and_a_key_in_the_environment(
+    server: ThreadedServer, tmp_path: Path
+) -> None:
+    args = ["bench", "--url", url_with_credentials(server), "--workload", "random", "--input-len", "8",
+            "--output-len", "4", "--requests", "4", "--warmup", "0", "--out", "run", "--json", "b.json"]  # fmt: skip
+    proc = seatrial(args, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]  # no aiohttp traceback over URL credentials
+    files = assert_no_secret(tmp_path, proc)
+    assert {p.name for p in files} >= {"run.json", "requests.jsonl", "summary.json", "report.html", "b.json"}
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["config"]["target"]["url"] == server.url  # the credentials are gone, the URL is not
+
+
+def test_accept_run_folder_and_report(server: ThreadedServer, tmp_path: Path) -> None:
+    profile = tmp_path / "p.yaml"
+    profile.write_text("trials: {basic: {requests: 2, input_len: 8, output_len: 4}}\n")
+    args = ["accept", "--url", url_with_credentials(server), "--trials", "basic", "--profile", str(profile),
+            "--out", "run", "--json", "a.json"]  # fmt: skip
+    proc = seatrial(args, tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    files = assert_no_secret(tmp_path / "run", proc)
+    assert {p.name for p in files} >= {"run.json", "requests.jsonl", "summary.json", "report.html"}
+    assert json.loads((tmp_path / "a.json").read_text())["url"] == server.url
+
+
+def test_guard_history_and_json_drop_the_servers_api_key(tmp_path: Path) -> None:
+    history = tmp_path / "out" / "guard-history.jsonl"
+    args = ["guard", "--min-available-gib", "0.1", "--history", str(history), "--json", str(tmp_path / "out" / "g.json"),
+            "--", "sh", "-c", "exit 0", "--api-key", KEY, f"HF_TOKEN={TOKEN}"]  # fmt: skip
+    proc = seatrial(args, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert_no_secret(tmp_path / "out", proc)
+    start = json.loads(history.read_text().splitlines()[0])
+    assert start["event"] == "start" and start["target"]["command"][-3:] == [
+        "--api-key",
+        "<redacted>",
+        "HF_TOKEN=<redacted>",
+    ]
+
+
+def test_hw_run_folder(tmp_path: Path) -> None:
+    proc = seatrial(["hw", "--out", "run", "--json", "hw.json", "--trials", "inventory"], tmp_path)
+    assert proc.returncode in (0, 8), proc.stderr[-2000:]
+    assert_no_secret(tmp_path, proc)
