@@ -68,7 +68,7 @@ def test_error_threshold_allows_some_failures(tmp_path: Path) -> None:
 
 def test_dead_server_is_a_clear_error(tmp_path: Path) -> None:
     from seatrial.errors import ServerError
-    from seatrial.server.engine import free_port
+    from seatrial.server.process import free_port
 
     with pytest.raises(ServerError, match="cannot reach"):
         run(bench_cfg(f"http://127.0.0.1:{free_port()}"), tmp_path)

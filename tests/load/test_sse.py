@@ -53,15 +53,15 @@ def test_itl_divides_a_chunk_gap_by_the_tokens_it_carried() -> None:
     assert rec.tpot_ms == pytest.approx(2.5)
 
 
-def test_without_usage_only_chunks_with_text_are_tokens() -> None:
-    """An empty chunk carries no token (issue 16 item 14): a completions chunk without text (a finish
-    chunk, a held-back partial UTF-8 byte), or a chat role chunk; the server's usage gives the count."""
+def test_without_usage_every_completion_chunk_is_a_token_but_a_chat_role_chunk_is_not() -> None:
     rec = RequestRecord("r", "measure", 1)
     t = _Timing(rec, t0=0)
-    t.on_chunk(parse_data_line(b'data: {"choices":[{"text":""}]}'), now=5_000_000)
+    t.on_chunk(
+        parse_data_line(b'data: {"choices":[{"text":""}]}'), now=5_000_000
+    )  # partial UTF-8: still a token (vLLM sends one chunk per token)
     t.on_chunk(parse_data_line(b'data: {"choices":[{"text":"ab"}]}'), now=7_000_000)
     t.finish(end_ns=8_000_000)
-    assert (rec.ttft_ms, rec.output_tokens, rec.itl_ms) == (7.0, 1, [])
+    assert (rec.ttft_ms, rec.output_tokens, rec.itl_ms) == (5.0, 2, [2.0])
     chat = RequestRecord("c", "measure", 1)
     t = _Timing(chat, t0=0)
     t.on_chunk(

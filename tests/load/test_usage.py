@@ -86,3 +86,24 @@ def test_an_empty_completions_chunk_carries_no_token() -> None:
     timing.finish(4_000_000)
     assert rec.chunks == 2 and rec.itl_ms == [1.0] and rec.output_tokens == 2
     assert rec.finish_reason == "length"
+
+
+def test_an_empty_finish_chunk_counts_only_when_the_servers_total_says_so() -> None:
+    """A last token that decoded to nothing arrives as an empty chunk with its finish_reason: the
+    server's usage total (one more than the chunks with text) tells it apart from a bare finish chunk."""
+    from seatrial.load.client import _Timing
+    from seatrial.load.sse import parse_data_line
+
+    rec = RequestRecord("y", "measure", 1)
+    timing = _Timing(rec, 0)
+    lines = [
+        b'data: {"id":"c","choices":[{"index":0,"text":" a","finish_reason":null}]}',
+        b'data: {"id":"c","choices":[{"index":0,"text":"","finish_reason":"length"}]}',
+        b'data: {"id":"c","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}',
+    ]
+    for t, line in enumerate(lines, start=1):
+        chunk = parse_data_line(line)
+        assert chunk is not None
+        timing.on_chunk(chunk, t * 1_000_000)
+    timing.finish(4_000_000)
+    assert rec.output_tokens == 2 and rec.itl_ms == [1.0] and rec.last_token_ms == 2.0

@@ -17,14 +17,17 @@ import typer
 from seatrial.cli.common import run_cli
 
 # One name per capability; module seatrial.cli.<name> defines ``register(app)`` adding command <name>.
-COMMANDS = ("accept", "audit", "bench", "convert", "demo", "guard", "hw", "plan", "report")
+COMMANDS = (
+    "accept", "audit", "bench", "compare", "convert", "demo", "experiment", "guard", "hw", "plan", "report",
+)  # fmt: skip
 
 
 def build_app(commands: tuple[str, ...] = COMMANDS) -> typer.Typer:
     """The ``seatrial`` Typer app with ``commands`` registered."""
     app = typer.Typer(
         name="seatrial",
-        help="Sea trials for LLM deployments: audit, plan, convert, guard, hw, bench, accept, report, demo.",
+        help="Sea trials for LLM deployments: audit, plan, convert, guard, sync, doctor, hw, bench, accept, "
+        "experiment, compare, report, demo.",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,

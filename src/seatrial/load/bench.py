@@ -137,7 +137,7 @@ async def measure_level(
     finally:
         await scraper.stop()
     server = summarize(scraper.samples, scraper.failures) | {"scrape_filtered": scraper.filtered}
-    summary = level_summary(records, delivery, cfg, plan, server, lag.summary())
+    summary = {"index": index, **level_summary(records, delivery, cfg, plan, server, lag.summary())}
     progress.level_end(summary)
     return LevelOutcome(summary, records)
 

@@ -55,6 +55,7 @@ class _Timing:
         self.done_ns: int | None = None
         self.tokens_seen = 0
         self.usage_tokens: int | None = None
+        self.finish_only_ns: int | None = None  # an empty chunk that only closed the stream
 
     def on_chunk(self, chunk: Chunk, now: int) -> int:
         """Account one event arrived at ``now``; returns the output tokens it carried."""
@@ -66,7 +67,17 @@ class _Timing:
             self.rec.response_id = chunk.response_id
         n = self._tokens_in(chunk)
         if n <= 0:
+            if (
+                chunk.has_choice
+                and not chunk.text
+                and chunk.finish_reason
+                and chunk.completion_tokens is None
+            ):
+                self.finish_only_ns = now
             return 0
+        return self._count(n, now)
+
+    def _count(self, n: int, now: int) -> int:
         if self.last_ns is None:
             self.rec.ttft_ms = (now - self.t0) / NS_PER_MS
         else:
@@ -95,12 +106,19 @@ class _Timing:
                 return 0
             self.rec.usage_per_chunk = True
             return chunk.completion_tokens - prev
-        # No usage per chunk: a chunk counts one token when it carries text. An empty one (a trailing
-        # finish chunk, a chat role chunk) carries none; a token that decoded to nothing yet (a partial
-        # UTF-8 byte) arrives with the next chunk's text, and the server's final usage gives the count.
-        return 1 if chunk.has_choice and chunk.text else 0
+        # No usage per chunk: a chunk carries one token when it carries text, or when it is a completions
+        # chunk whose token decoded to nothing yet (a partial UTF-8 byte: vLLM sends one chunk per token).
+        # An empty chunk that carries only a finish_reason (a trailing finish chunk) carries none, unless
+        # the server's total says it did (see finish); a chat chunk without content (the role) carries none.
+        if not chunk.has_choice:
+            return 0
+        if chunk.text:
+            return 1
+        return 1 if not chunk.is_chat and not chunk.finish_reason else 0
 
     def finish(self, end_ns: int) -> None:
+        if self.finish_only_ns is not None and self.usage_tokens == self.tokens_seen + 1:
+            self._count(1, self.finish_only_ns)  # the server counts that last empty chunk as a token
         rec = self.rec
         rec.e2e_ms = (end_ns - self.t0) / NS_PER_MS
         if self.last_ns is not None:

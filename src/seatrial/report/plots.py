@@ -66,3 +66,22 @@ def bars_svg(categories: Sequence[str], series: Series, *, title: str, ylabel: s
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8)
     return _svg(fig)
+
+
+def dots_svg(categories: Sequence[str], values: Sequence[Sequence[float]], *, title: str, ylabel: str,
+             intervals: Sequence[tuple[float | None, float | None] | None] | None = None) -> str:  # fmt: skip
+    """One column of dots per category (every start's value), its mean as a bar, and an optional
+    interval drawn beside it."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=100)
+    for i, ys in enumerate(values):
+        ax.scatter([i] * len(ys), ys, color=f"C{i % 10}", zorder=3, label=None)
+        if len(ys):
+            mean = sum(ys) / len(ys)
+            ax.hlines(mean, i - 0.25, i + 0.25, color=f"C{i % 10}", linewidth=2)
+        ci = intervals[i] if intervals else None
+        if ci and ci[0] is not None and ci[1] is not None:
+            ax.vlines(i + 0.32, ci[0], ci[1], color="0.3", linewidth=2)
+    ax.set_xticks(range(len(categories)), list(categories))
+    ax.set(title=title, ylabel=ylabel)
+    ax.grid(alpha=0.3, axis="y")
+    return _svg(fig)

@@ -8,15 +8,12 @@ made by ``scripts/setup.sh``) and is reached over HTTP only.
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
-import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from seatrial.errors import EngineError
+from seatrial.server.process import ServerProcess, free_port
 
 TINYMODEL = Path(__file__).with_name("tinymodel.py")
 
@@ -32,12 +29,6 @@ def engine_python() -> Path:
             f"no vLLM engine venv at {engine_venv()}: run scripts/setup.sh (or set SEATRIAL_ENGINE_VENV)"
         )
     return py
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def make_tiny_model(out: Path, max_len: int = 8192, weights: bool = False) -> Path:
@@ -93,12 +84,10 @@ class LocalEngine:
     def __init__(self, spec: EngineSpec, log_path: Path) -> None:
         self.spec, self.log_path = spec, log_path
         self.port = spec.port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": f"{spec.kv_cache_gib:g}", "VLLM_LOGGING_LEVEL": "INFO"}
-        self._log = open(log_path, "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            spec.argv(self.port), stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
+        env = {"VLLM_CPU_KVCACHE_SPACE": f"{spec.kv_cache_gib:g}", "VLLM_LOGGING_LEVEL": "INFO"}
+        self.server = ServerProcess(spec.argv(self.port), log_path, port=self.port, env=env)
+        self.url = self.server.url
+        self.proc = self.server.proc
 
     def __enter__(self) -> LocalEngine:
         self.wait_ready()
@@ -108,43 +97,18 @@ class LocalEngine:
         self.stop()
 
     def wait_ready(self) -> None:
-        deadline = time.monotonic() + self.spec.startup_timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise EngineError(
-                    f"vLLM exited with {self.proc.returncode} during start-up:\n{self.log_tail()}"
-                )
-            try:
-                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(1.0)
-        self.stop()
-        raise EngineError(f"vLLM not ready after {self.spec.startup_timeout_s:.0f} s:\n{self.log_tail()}")
+        try:
+            self.server.wait_ready(self.spec.startup_timeout_s)
+        except EngineError as exc:
+            self.stop()
+            raise EngineError(f"vLLM: {exc}") from None
 
     def log_tail(self, lines: int = 25) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return self.server.log_tail(lines)
 
     def stop(self, grace_s: float = 60.0) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-            except ProcessLookupError:
-                pass
-        self._log.close()
+        self.server.stop(grace_s)
 
     def kv_cache_line(self) -> str | None:
         """vLLM's "CPU KV cache size: N tokens, Maximum concurrency ..." line from the log."""
-        for line in self.log_path.read_text(errors="replace").splitlines():
-            if "KV cache size:" in line:
-                return line.split("] ", 1)[-1]
-        return None
+        return self.server.kv_cache_line()

@@ -30,7 +30,7 @@ import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from seatrial.server.engine import free_port
+from seatrial.server.process import free_port
 
 FAULTS = ("none", "http500", "http429", "die", "stall", "malformed", "no_done", "short")
 

@@ -101,6 +101,7 @@ def brief(summary: dict[str, Any]) -> dict[str, Any]:
     """The fields of a level summary a trial's evidence keeps."""
     keys = ("concurrency", "requests_ok", "requests_failed", "output_tok_s", "ttft_ms", "itl_ms", "tpot_ms")
     return {k: summary[k] for k in keys} | {
+        "index": summary.get("index"),  # its requests are L<index>-* in requests.jsonl
         "server": summary["server"],
         "valid": summary["valid"],
         "invalid_reasons": summary["invalid_reasons"],

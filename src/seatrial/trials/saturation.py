@@ -64,6 +64,7 @@ def to_step(outcome: LevelOutcome, slo: Slo, max_lag_ms: float) -> tuple[Step, d
         enough_samples=ttft.enough,
     )
     extra = {
+        "index": s.get("index"),  # its requests are L<index>-* in requests.jsonl
         "ttft_ms_slo_n": ttft.n,
         "ttft_ms_p50": s["ttft_ms"]["p50"],
         "itl_ms_p50": s["itl_ms"]["p50"],

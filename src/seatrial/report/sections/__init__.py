@@ -7,6 +7,6 @@ from typing import Any
 
 
 def all_sections() -> list[Callable[[dict[str, Any]], str | None]]:
-    from seatrial.report.sections import bench, demo, hw, trials
+    from seatrial.report.sections import bench, compare, demo, experiment, hw, trials
 
-    return [demo.section, hw.section, trials.section, bench.section]
+    return [demo.section, compare.section, experiment.section, hw.section, trials.section, bench.section]

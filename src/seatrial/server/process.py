@@ -1,0 +1,160 @@
+"""A server command run in its own process group, its output in a log file: started, waited for until it
+serves, and stopped so that nothing of it is left.
+
+Readiness: ``health_path`` answers 2xx and ``/v1/models`` lists a model. Stop: SIGTERM to the whole
+group, then wait until no member of the group is left and the port no longer accepts connections;
+SIGKILL to the group after ``grace_s``. A command wrapped in ``seatrial guard`` is stopped the same way:
+the guard stops the server it launched before it exits itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from seatrial.errors import EngineError
+from seatrial.guard.procfs import group_members
+
+POLL_S = 0.5
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(host: str, port: int) -> bool:
+    """Whether something accepts connections on ``host:port``."""
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return int(resp.status), resp.read()
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), b""
+
+
+class ServerProcess:
+    """``argv`` launched with ``env`` (merged over this process's environment) in a new session."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        log_path: Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.argv, self.log_path, self.host, self.port = list(argv), log_path, host, port
+        self.url = f"http://{host}:{port}"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(log_path, "ab")  # noqa: SIM115
+        self.started_at = time.monotonic()
+        self.stopped: dict[str, Any] | None = None  # how stop() went, once it has
+        self.ready_s: float | None = None  # seconds from launch to ready, once it was
+        try:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self._log.close()
+            raise EngineError(f"cannot start {self.argv[0]!r}: {exc.strerror or exc}") from None
+
+    def wait_ready(self, timeout_s: float, health_path: str = "/health") -> float:
+        """Seconds from launch until the server is healthy and lists a model; EngineError with the log's
+        tail when it exits first or is not ready in time."""
+        deadline = self.started_at + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise EngineError(
+                    f"the server exited with {self.proc.returncode} during start-up:\n{self.log_tail()}"
+                )
+            if self._ready(health_path):
+                self.ready_s = time.monotonic() - self.started_at
+                return self.ready_s
+            time.sleep(POLL_S)
+        raise EngineError(f"the server was not ready after {timeout_s:.0f} s:\n{self.log_tail()}")
+
+    def _ready(self, health_path: str) -> bool:
+        try:
+            status, _ = _get(f"{self.url}{health_path}")
+            if not 200 <= status < 300:
+                return False
+            status, body = _get(f"{self.url}/v1/models")
+            models = json.loads(body).get("data") if status == 200 else None
+        except (OSError, ValueError):
+            return False
+        return bool(models)
+
+    def log_tail(self, lines: int = 25) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def kv_cache_line(self) -> str | None:
+        """vLLM's "KV cache size: N tokens, Maximum concurrency ..." line from the log, if printed."""
+        with contextlib.suppress(OSError):
+            for line in self.log_path.read_text(errors="replace").splitlines():
+                if "KV cache size:" in line:
+                    return line.split("] ", 1)[-1]
+        return None
+
+    def stop(self, grace_s: float = 60.0) -> dict[str, Any]:
+        """SIGTERM the group, SIGKILL it after ``grace_s``; returns how it went (``signal``, ``stop_s``,
+        ``exit_code``). A second call returns the first one's answer."""
+        if self.stopped is not None:
+            return self.stopped
+        started = time.monotonic()
+        sent = None
+        if self.proc.poll() is None or group_members(self.proc.pid):
+            sent = "SIGTERM"
+            self._signal(signal.SIGTERM)
+            if not self._gone(grace_s):
+                sent = "SIGKILL"
+                self._signal(signal.SIGKILL)
+                self._gone(30.0)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(5)
+        self._log.close()
+        self.stopped = {
+            "signal": sent,
+            "stop_s": round(time.monotonic() - started, 3),
+            "exit_code": self.proc.returncode,
+        }
+        return self.stopped
+
+    def _signal(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
+
+    def _gone(self, timeout_s: float) -> bool:
+        """Wait until the group has no member left and the port is free."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self.proc.poll()  # reap the leader once it exits
+            if not group_members(self.proc.pid) and not port_open(self.host, self.port):
+                return True
+            time.sleep(0.1)
+        return False
