@@ -26,11 +26,17 @@ echo "[setup] installing seatrial[dev] into .venv"
 .venv/bin/python -m compileall -q src/seatrial >/dev/null
 .venv/bin/python -c "from seatrial.checkpoint.convert.kernels import kernel; print('[setup] converter loops:', kernel())"
 
-# Headless Chromium renders report.html in the tests (screenshot with its plots). Best effort: root + apt.
-if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-  echo "[setup] installing chromium (apt) for report screenshots"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 \
-    || echo "[setup] chromium could not be installed: report screenshot tests will be skipped"
+# System tools the tests drive for real, best effort as root with apt: headless Chromium renders report.html
+# (screenshots with plots); rsync and openssh-server carry `seatrial sync` and `doctor` (the tests start
+# their own sshd on a loopback address; the package starts none here).
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v rsync >/dev/null 2>&1 || missing+=(rsync)
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "[setup] installing ${missing[*]} (apt)"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null 2>&1 \
+    || echo "[setup] ${missing[*]} could not be installed: the tests that need them will be skipped"
 fi
 
 if [ "${SEATRIAL_SKIP_ENGINE:-0}" = "1" ]; then

@@ -18,7 +18,8 @@ from seatrial.cli.common import run_cli
 
 # One name per capability; module seatrial.cli.<name> defines ``register(app)`` adding command <name>.
 COMMANDS = (
-    "accept", "audit", "bench", "compare", "convert", "demo", "experiment", "guard", "hw", "plan", "report",
+    "accept", "audit", "bench", "compare", "convert", "demo", "doctor", "experiment", "guard", "hw", "plan",
+    "report", "sync",
 )  # fmt: skip
 
 

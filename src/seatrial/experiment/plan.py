@@ -46,13 +46,14 @@ def lower_is_better(metric: str) -> bool:
 
 
 class GuardSettings(_Model):
-    """``seatrial guard`` around every start (its flags, by their names); planned stops never spend
-    its restart budget."""
+    """``seatrial guard`` around every start (its flags, by their names). The experiment's stops are
+    planned (SIGTERM, recorded as ``stop``) and never spend the restart budget; a start that crashes is
+    a failed start, which the experiment itself tries again, so the guard restarts nothing by default."""
 
     min_available_gib: float = Field(12.0, ge=0)
     max_swap_growth_gib: float = Field(2.0, gt=0)
     poll_ms: int = Field(200, gt=0)
-    restart_budget: int = Field(2, ge=0)
+    restart_budget: int = Field(0, ge=0)
     restart_window: str = "6h"
     oom_score_adj: int = Field(1000, ge=-1000, le=1000)
     stop_grace: str = "30s"

@@ -95,6 +95,7 @@ def plan_predictor(spec: LaunchSpec, protection_line_bytes: int) -> PlanCheck:
         max_num_seqs=spec.max_num_seqs,
         max_num_batched_tokens=spec.max_num_batched_tokens,
         kv_cache_dtype=spec.kv_cache_dtype,
+        weights_from_config=spec.load_format == "dummy",
     )
     changes = [f.message for f in result.findings if f.severity in ("error", "warning")]
     return PlanCheck(fits=result.fits, ledger=result.render_ledger(), changes=changes)

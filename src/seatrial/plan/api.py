@@ -23,16 +23,25 @@ def check_launch(
     max_num_seqs: int | None = None,
     max_num_batched_tokens: int | None = None,
     kv_cache_dtype: str = "auto",
+    weights_from_config: bool = False,
 ) -> PlanResult:
     """Plan ``checkpoint_dir`` with vLLM's launch settings; ``result.fits`` False means do not launch.
+
+    ``weights_from_config``: the weights are estimated from its config.json, not measured from its
+    safetensors (a ``--load-format dummy`` launch makes random weights of the full size from the config).
 
     ``nodes`` defaults to as many nodes of the profile as the ranks need (two GB10 for TP=2).
     ``result.findings`` say why; ``result.render_ledger()`` is the per-rank ledger as text.
     """
     world = tensor_parallel_size * pipeline_parallel_size
     per_node = resolve(hardware).gpus_per_node
+    source = (
+        {"config": Path(checkpoint_dir) / "config.json"}
+        if weights_from_config
+        else {"checkpoint": Path(checkpoint_dir)}
+    )
     request = build_request(
-        checkpoint=Path(checkpoint_dir),
+        **source,
         hardware=hardware,
         gpu_memory_utilization=gpu_memory_utilization,
         max_model_len=max_model_len,

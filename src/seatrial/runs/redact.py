@@ -26,11 +26,7 @@ def secret_name(name: str) -> bool:
     k = name.lower().lstrip("-").replace("-", "_")
     if k.endswith("_env") or k.endswith("tokens"):
         return False
-    return (
-        any(w in k for w in SECRET_WORDS)
-        or k in ("token", "key", "auth", "pw")
-        or k.endswith(("_token", "_key"))
-    )
+    return any(w in k for w in SECRET_WORDS) or k in ("token", "auth", "pw") or k.endswith(("_token", "_key"))
 
 
 def redact_text(text: str) -> str:

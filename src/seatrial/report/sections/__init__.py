@@ -7,6 +7,7 @@ from typing import Any
 
 
 def all_sections() -> list[Callable[[dict[str, Any]], str | None]]:
-    from seatrial.report.sections import bench, compare, demo, experiment, hw, trials
+    from seatrial.report.sections import bench, compare, demo, experiment, fleet, hw, trials
 
-    return [demo.section, compare.section, experiment.section, hw.section, trials.section, bench.section]
+    return [demo.section, fleet.section, compare.section, experiment.section, hw.section, trials.section,
+            bench.section]  # fmt: skip

@@ -1,0 +1,142 @@
+"""``seatrial sync --streams 4`` against one ``rsync`` stream over SSH, on the same ~2 GB tree to a fresh
+folder through a throwaway sshd on loopback (this machine, both ends), page cache dropped before each
+run; and ``--verify full`` against ``sha256sum`` of the same bytes.
+
+Printed: wall seconds and MB/s of each, the ratio sync / rsync (target >= 1.5x, sync's own verification
+included), the verification times, and the ratio sha256sum / seatrial's full verification of both sides
+(target >= 1). The peer is rsync as one runs it by hand (``rsync -a -e ssh``, ssh's default cipher); a
+second line gives it the cipher seatrial picks, so the parallel streams' share is visible apart.
+
+    PYTHONPATH=src:. python benchmarks/sync_vs_rsync.py [--gb 2] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.fleet.sshd import start_sshd  # noqa: E402
+
+
+def build(root: Path, gb: float) -> int:
+    """12 shards of random bytes (safetensors files as written by real tools) and small JSON files."""
+    from safetensors.numpy import save_file
+
+    root.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    shards = 12
+    per = int(gb * 1e9 / shards)
+    weight_map = {}
+    for i in range(shards):
+        name = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+        save_file({f"t{i}": rng.integers(0, 255, per, dtype=np.uint8)}, str(root / name))
+        weight_map[f"t{i}"] = name
+    (root / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": per * shards}, "weight_map": weight_map})
+    )
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        (root / name).write_text("{}")
+    return sum(p.stat().st_size for p in root.iterdir())
+
+
+def drop_caches() -> None:
+    subprocess.run(["sync"], check=True)
+    with contextlib.suppress(OSError):
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+def timed(argv: list[str]) -> float:
+    drop_caches()
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gb", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="seatrial-sync-bench-", dir="/var/tmp"))
+    sshd = start_sshd(work / "sshd")
+    try:
+        src = work / "src"
+        total = build(src, args.gb)
+        ssh = shlex.join(sshd.ssh.argv()[:-2])  # without seatrial's cipher choice: ssh as configured
+        ssh_gcm = shlex.join(sshd.ssh.argv())
+        seatrial = [sys.executable, "-m", "seatrial.cli.app", "sync", str(src)]
+        runs: dict[str, list[float]] = {"rsync": [], "rsync-gcm": [], "sync": [], "sync-full": []}
+        for r in range(args.rounds):
+            for name, argv in (
+                ("rsync", ["rsync", "-a", "-e", ssh, f"{src}/", f"{sshd.target}:{work / f'r{r}'}/"]),
+                ("rsync-gcm", ["rsync", "-a", "-e", ssh_gcm, f"{src}/", f"{sshd.target}:{work / f'g{r}'}/"]),
+                ("sync", [*seatrial, f"{sshd.target}:{work / f's{r}'}", "--streams", "4", *sshd.flags()]),
+                (
+                    "sync-full",
+                    [
+                        *seatrial,
+                        f"{sshd.target}:{work / f'f{r}'}",
+                        "--streams",
+                        "4",
+                        "--verify",
+                        "full",
+                        *sshd.flags(),
+                    ],
+                ),
+            ):
+                runs[name].append(timed(argv))
+                shutil.rmtree(work / f"{name[0]}{r}", ignore_errors=True)
+        dest = work / "check"
+        subprocess.run(
+            [*seatrial, f"{sshd.target}:{dest}", *sshd.flags()], check=True, stdout=subprocess.DEVNULL
+        )
+        check_full = min(timed([*seatrial, f"{sshd.target}:{dest}", "--check", "--verify", "full", *sshd.flags()])
+                         for _ in range(args.rounds))  # fmt: skip
+        files = sorted(str(p) for p in src.iterdir())
+        sha = min(timed(["sha256sum", *files]) for _ in range(args.rounds))
+        mb = total / 1e6
+        print(f"tree: {len(files)} files, {mb:,.0f} MB; loopback sshd, page cache dropped before each run; "
+              f"best of {args.rounds}")  # fmt: skip
+        for name, label in (("rsync", "rsync, one stream (ssh's default cipher)"),
+                            ("rsync-gcm", "rsync, one stream, -c aes128-gcm"),
+                            ("sync", "seatrial sync --streams 4 (verify key)"),
+                            ("sync-full", "seatrial sync --streams 4 --verify full")):  # fmt: skip
+            best = min(runs[name])
+            print(
+                f"  {label:<42} {best:6.2f} s  {mb / best:6.0f} MB/s  runs {[round(x, 2) for x in runs[name]]}"
+            )
+        ratio = min(runs["rsync"]) / min(runs["sync"])
+        print(f"ratio sync / one rsync stream (with its verification) = {ratio:.2f}x  (target >= 1.5x)")
+        print(
+            f"ratio sync / one rsync stream with the same cipher = {min(runs['rsync-gcm']) / min(runs['sync']):.2f}x"
+        )
+        print(
+            f"ratio sync --verify full / one rsync stream = {min(runs['rsync']) / min(runs['sync-full']):.2f}x"
+        )
+        print(
+            f"verification of both sides, --check --verify full: {check_full:.2f} s ({mb / check_full:,.0f} MB/s of tree)"
+        )
+        print(f"sha256sum of the source alone: {sha:.2f} s ({mb / sha:,.0f} MB/s)")
+        print(
+            f"ratio sha256sum / seatrial full verification (both sides) = {sha / check_full:.2f}x  (target >= 1)"
+        )
+    finally:
+        sshd.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

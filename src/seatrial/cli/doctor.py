@@ -1,0 +1,61 @@
+"""``seatrial doctor NODE...``: every node's fingerprint, compared item by item."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from seatrial.cli.common import console, emit_json, out
+from seatrial.cli.progress import rich_table
+from seatrial.cli.sync import _folder
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("doctor")
+    def doctor_command(
+        nodes: list[str] = typer.Argument(..., help="local, [user@]host, or either with :MODEL_DIR"),
+        model_dir: str | None = typer.Option(
+            None, "--model-dir", help="Checkpoint folder on nodes that name none"
+        ),
+        files: list[str] = typer.Option(
+            [], "--files", help="Files to compare by SHA-256 (patches, launch scripts)"
+        ),
+        image: str | None = typer.Option(None, "--image", help="Container image whose digest to compare"),
+        env_prefix: list[str] = typer.Option(
+            [], "--env-prefix", help="Environment prefixes (default NCCL_ VLLM_ CUDA_ GLOO_ TORCH_ UCX_)"
+        ),
+        python: str = typer.Option(
+            "python3", "--python", help="The serving environment's Python (for package versions)"
+        ),
+        ssh_port: int | None = typer.Option(None, "--ssh-port", help="SSH port of the nodes"),
+        ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH identity file"),
+        known_hosts: Path | None = typer.Option(None, "--known-hosts", help="SSH known_hosts file to use"),
+        json_path: Path | None = typer.Option(None, "--json", help="Write the comparison here"),
+        out_dir: Path | None = typer.Option(
+            None, "--out", help="Run folder (run.json, summary.json, report.html)"
+        ),
+    ) -> None:
+        """Compare the nodes' OS, kernel, Python, packages, driver, image, files, checkpoint and
+        environment. Exit 0 when every node matches, 1 when an item differs, 4 when a node cannot be reached."""
+        from seatrial.fleet.doctor import doctor
+        from seatrial.fleet.nodes import Ssh
+        from seatrial.runs.fleet import doctor_table
+
+        ssh = Ssh(port=ssh_port, key=ssh_key, known_hosts=known_hosts)
+        summary = doctor(nodes, model_dir=model_dir, files=files, image=image, env_prefixes=env_prefix or None,
+                         ssh=ssh, python=python)  # fmt: skip
+        out.print(rich_table(doctor_table(summary)))
+        for diff in summary["differences"]:
+            console.print(f"[red]FAIL[/] {diff}", highlight=False)
+        console.print(f"passed: {summary['passed']}", highlight=False)
+        emit_json(json_path, summary)
+        config = {
+            "nodes": nodes,
+            "model_dir": model_dir,
+            "files": files,
+            "image": image,
+            "env_prefix": env_prefix,
+        }
+        _folder(out_dir, "doctor", config, summary)
+        raise typer.Exit(0 if summary["passed"] else 1)
