@@ -89,3 +89,56 @@ def test_index_fingerprints_match_shard_names() -> None:
         "y.safetensors": (1, names_hash(["b.weight"])),
     }
     assert prints["x.safetensors"] != (2, names_hash(["a.weight", "b.weight"]))
+
+
+def test_a_bad_index_read_by_a_worker_is_reported_as_in_process(tmp_path: Path, started: list[bool]) -> None:
+    root = _three_shards(tmp_path / "ckpt")
+    index_path = root / "model.safetensors.index.json"
+    index = orjson.loads(index_path.read_bytes())
+    index["weight_map"]["model.layers.0.self_attn.q_proj.weight"] = 7  # a file name that is no string
+    index_path.write_bytes(orjson.dumps(index))
+    with pytest.raises(CheckpointError, match="weight_map must map tensor names to file names") as info:
+        audit(root)
+    assert info.value.path == str(index_path.resolve()) and started == [True]
+
+
+def test_started_early_the_pool_is_taken_and_the_parent_digests_what_waits(
+    seed000: Path, started: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``seatrial audit DIR`` starts the workers before its own imports; the audit then takes that pool
+    (not a second one), and shards still waiting are digested here: the report is the same."""
+    stolen: list[str] = []
+    real_steal = shardpool_module.ShardPool._steal
+
+    def spy(self: shardpool_module.ShardPool, shards: list[tuple[str, Path]]):  # type: ignore[no-untyped-def]
+        for item in real_steal(self, shards):
+            stolen.append(item[0])
+            yield item
+
+    monkeypatch.setattr(shardpool_module.ShardPool, "_steal", spy)
+    shardpool_module.start_early(seed000)
+    assert list(shardpool_module._EARLY) == [seed000.resolve()]
+    early = summarize(scan(seed000))
+    assert not shardpool_module._EARLY and started == [True]  # one pool, the early one
+    monkeypatch.setattr(shardpool_module, "PARALLEL_MIN_HEADER_BYTES", 1 << 62)
+    assert early.model_dump() == summarize(scan(seed000)).model_dump()
+    assert len(stolen) < len(early.files)  # the workers digested some, whatever this process took
+
+
+def test_start_early_leaves_a_bad_directory_to_the_audit(tmp_path: Path) -> None:
+    shardpool_module.start_early(tmp_path / "missing")
+    assert not shardpool_module._EARLY
+    with pytest.raises(CheckpointError, match="is not a directory"):
+        audit(tmp_path / "missing")
+
+
+def test_the_command_line_starts_early_and_writes_the_same_report(seed000: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    out = tmp_path / "a.json"
+    cmd = [sys.executable, "-c", "import sys; from seatrial.cli import app; import seatrial.checkpoint.shardpool as s;"
+           " real = s.start_early; s.start_early = lambda r: (print('early', r, file=sys.stderr), real(r));"
+           " sys.argv = ['seatrial', *sys.argv[1:]]; app.main()", "audit", str(seed000), "--json", str(out)]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and f"early {seed000}" in done.stderr, done.stderr
+    assert orjson.loads(out.read_bytes()) == audit(seed000).model_dump()

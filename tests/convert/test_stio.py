@@ -69,3 +69,15 @@ def test_writer_starts_writeback_of_each_large_block_at_its_offset(
     big = stio.WRITEBACK_BYTES
     assert calls == [(24, big, os.POSIX_FADV_DONTNEED), (24 + big + 10, 3 << 20, os.POSIX_FADV_DONTNEED)]
     assert writer.written_bytes == (tmp_path / "out").stat().st_size == 24 + big + 10 + (3 << 20)
+
+
+CORPUS = sorted((Path(__file__).parents[1] / "checkpoint" / "corpus").iterdir())
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
+def test_convert_reads_headers_through_the_one_reader(path: Path) -> None:
+    """Issue 16 item 2: convert accepted what audit rejects (negative dims); now every file of the
+    header fuzz corpus is refused by convert's reader exactly as by audit's, naming the file."""
+    with pytest.raises(CheckpointError) as info:
+        read_entries(path)
+    assert str(path) in str(info.value)

@@ -12,6 +12,7 @@ import statistics
 from collections.abc import Iterator
 
 from seatrial.checkpoint.header import read_header
+from seatrial.checkpoint.index import read_weight_map
 from seatrial.checkpoint.inventory import Inventory, text_config
 from seatrial.checkpoint.quant import precision
 from seatrial.checkpoint.report import AuditReport, Component, Finding
@@ -156,9 +157,10 @@ def _index(inv: Inventory, r: AuditReport) -> Iterator[Finding]:
             message=f"index total_size {r.index_total_size:,} differs from the headers' sum "
             f"{r.total_bytes:,} by {r.total_bytes - r.index_total_size:+,} bytes",
         )
-    wm, expected = inv.files.weight_map, inv.files.index_prints
-    if not wm or all(expected.get(d.file) == (d.tensors, d.name_hash) for d in inv.shards):
+    expected = inv.files.index_prints
+    if not expected or all(expected.get(d.file) == (d.tensors, d.name_hash) for d in inv.shards):
         return
+    wm = read_weight_map(inv.files.root)
     stored: dict[str, str] = {}
     for d in inv.shards:
         stored.update(dict.fromkeys(read_header(d.path).names, d.file))

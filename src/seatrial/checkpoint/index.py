@@ -21,16 +21,20 @@ INDEX_NAME = "model.safetensors.index.json"
 
 
 class CheckpointFiles(NamedTuple):
-    """``shards`` are (name as written, real path); ``weight_map`` is empty without an index, and
-    ``index_prints`` is :func:`index_fingerprints` of it."""
+    """``shards`` are (name as written, real path); ``index_prints`` is :func:`index_fingerprints` of
+    the index's ``weight_map`` (empty without an index; :func:`read_weight_map` reads the map itself,
+    which only a mismatch needs)."""
 
     root: Path
     shards: list[tuple[str, Path]]
-    weight_map: dict[str, str]
     index_total_size: int | None
     config: dict[str, Any]
     hf_quant_config: dict[str, Any]
     index_prints: dict[str, tuple[int, int]]
+
+
+#: What :func:`index_digest` gives: ``metadata.total_size`` and the per-file fingerprints.
+IndexDigest = tuple[int | None, dict[str, tuple[int, int]]]
 
 
 def read_json_file(path: Path) -> Any:
@@ -75,15 +79,27 @@ def _checked_fingerprints(weight_map: dict[str, Any]) -> dict[str, tuple[int, in
     return index_fingerprints(weight_map)
 
 
-def list_files(root: Path) -> CheckpointFiles:
-    """Discover a checkpoint's shards and configs without opening any tensor data."""
+def index_digest(root: Path) -> IndexDigest:
+    """The index's checked total and fingerprints: small enough to come back from a worker process
+    (the map itself, hundreds of thousands of names, stays there)."""
+    _, total, prints = _read_index(root)
+    return total, prints
+
+
+def read_weight_map(root: Path) -> dict[str, str]:
+    """The index's ``weight_map`` (checked), or {} without an index."""
+    return _read_index(root)[0] if (root / INDEX_NAME).exists() else {}
+
+
+def list_files(root: Path, index: IndexDigest | None = None) -> CheckpointFiles:
+    """Discover a checkpoint's shards and configs without opening any tensor data (``index``: the
+    index's :func:`index_digest` when it was already read)."""
     if not root.is_dir():
         raise CheckpointError(root, "is not a directory")
-    weight_map: dict[str, str] = {}
     total: int | None = None
     prints: dict[str, tuple[int, int]] = {}
     if (root / INDEX_NAME).exists():
-        weight_map, total, prints = _read_index(root)
+        total, prints = index if index is not None else index_digest(root)
         names = sorted(prints)
         referrer = root / INDEX_NAME
     else:
@@ -97,7 +113,7 @@ def list_files(root: Path) -> CheckpointFiles:
             raise CheckpointError(root / name, "is named by the index but does not exist")
     config = _optional_object(root, "config.json")
     return CheckpointFiles(
-        root, shards, weight_map, total, config, _optional_object(root, "hf_quant_config.json"), prints
+        root, shards, total, config, _optional_object(root, "hf_quant_config.json"), prints
     )
 
 

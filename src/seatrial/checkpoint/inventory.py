@@ -89,8 +89,8 @@ def scan(root: Path) -> Inventory:
 
 
 def _scan(root: Path) -> Inventory:
-    with ShardPool(root) as pool:
-        files = list_files(root)
+    with ShardPool.open(root) as pool:
+        files = list_files(root, pool.index())
         shards = pool.digests(files.shards)
     layers = text_config(files.config).get("num_hidden_layers")
     num_layers = layers if isinstance(layers, int) else None

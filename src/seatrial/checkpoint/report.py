@@ -1,18 +1,26 @@
-"""The audit's result models (JSON field names are a contract)."""
+"""The audit's result models (JSON field names are a contract).
+
+Plain dataclasses: the audit builds them from values it has already checked, and ``seatrial audit``
+should not pay for a validation library's start-up (about a tenth of a second) on the way to a
+sub-second answer. ``model_dump`` gives the JSON form, as the pydantic models elsewhere do.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 Severity = Literal["info", "warning", "error"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass
+class _Model:
+    def model_dump(self, mode: str = "python") -> dict[str, Any]:
+        """The fields as plain dicts and lists (the same in ``python`` and ``json`` mode)."""
+        return asdict(self)
 
 
+@dataclass
 class Finding(_Model):
     """One observation: ``code`` is stable for machines, ``message`` is for people."""
 
@@ -21,6 +29,7 @@ class Finding(_Model):
     message: str
 
 
+@dataclass
 class ShardSummary(_Model):
     """A shard: ``bytes`` is the sum of its tensors' data bytes."""
 
@@ -29,6 +38,7 @@ class ShardSummary(_Model):
     tensors: int
 
 
+@dataclass
 class Component(_Model):
     """A model component: bytes by safetensors dtype (``dtypes``) and by storage format (``formats``)."""
 
@@ -40,6 +50,7 @@ class Component(_Model):
     tensors: int
 
 
+@dataclass
 class DeclaredQuant(_Model):
     """Where the label comes from (``config.json``, ``hf_quant_config.json``, ``name``, ``none``)."""
 
@@ -50,6 +61,7 @@ class DeclaredQuant(_Model):
     ignore: list[str]
 
 
+@dataclass
 class AuditReport(_Model):
     """``total_bytes``: tensor data bytes from offsets; ``total_params``: logical parameters;
     ``stored_elements``: elements as stored (packed bytes count once)."""

@@ -14,17 +14,33 @@ import os
 import struct
 import sys
 import threading
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 from types import TracebackType
 
 from seatrial.checkpoint.digest import ShardDigest, digest_shard
+from seatrial.checkpoint.index import INDEX_NAME, IndexDigest, index_digest
 from seatrial.checkpoint.paths import resolve_inside
 from seatrial.errors import CheckpointError
 
 PARALLEL_MIN_HEADER_BYTES = 4 << 20
 """Below this much header JSON in all, starting workers costs more than it saves."""
+
+_EARLY: dict[Path, ShardPool] = {}
+
+
+def start_early(root: Path) -> None:
+    """Start digesting ``root``'s shards now, while the caller does slower things (the command line
+    imports its libraries); the next :meth:`ShardPool.open` of the same directory takes the pool.
+    Anything wrong with ``root`` is left for that call to report."""
+    try:
+        key = root.resolve()
+        if key not in _EARLY and key.is_dir():
+            _EARLY[key] = ShardPool(root)
+    except (OSError, RuntimeError, CheckpointError):
+        return
 
 
 class ShardPool:
@@ -32,13 +48,21 @@ class ShardPool:
 
     def __init__(self, root: Path) -> None:
         self._futures: dict[Path, Future[ShardDigest]] = {}
+        self._index: Future[IndexDigest] | None = None
         self._pool: ProcessPoolExecutor | None = None
         candidates = _candidates(root)
         workers = _workers(len(candidates))
         if workers > 1 and sum(size for _, _, size in candidates) >= PARALLEL_MIN_HEADER_BYTES:
             self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork"))
+            if (root / INDEX_NAME).is_file():  # the index too: the parent is busiest at the start
+                self._index = self._pool.submit(index_digest, root)
             for name, path, _ in sorted(candidates, key=lambda c: -c[2]):
                 self._futures[path] = self._pool.submit(digest_shard, name, path)
+
+    @classmethod
+    def open(cls, root: Path) -> ShardPool:
+        """The pool :func:`start_early` started for ``root``, else a new one."""
+        return _EARLY.pop(root.resolve(), None) or cls(root)
 
     @property
     def parallel(self) -> bool:
@@ -54,9 +78,32 @@ class ShardPool:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
+    def index(self) -> IndexDigest | None:
+        """The index's digest from a worker, or None (not started, or it failed: the caller reads the
+        index itself and so raises its error)."""
+        if self._index is None:
+            return None
+        try:
+            return self._index.result()
+        except Exception:
+            return None
+
     def digests(self, shards: list[tuple[str, Path]]) -> list[ShardDigest]:
-        """Digests of ``shards`` in their order; a worker's failure is redone here to raise its error."""
-        return [self._one(name, path) for name, path in shards]
+        """Digests of ``shards`` in their order; a worker's failure is redone here to raise its error.
+        While workers still have shards waiting, this process takes them one at a time, smallest
+        first (the workers take the largest first), instead of idling until they are done."""
+        done = {path: digest_shard(name, path) for name, path in self._steal(shards)}
+        return [
+            done[path]._replace(file=name) if path in done else self._one(name, path) for name, path in shards
+        ]
+
+    def _steal(self, shards: list[tuple[str, Path]]) -> Iterator[tuple[str, Path]]:
+        names = {path: name for name, path in shards}
+        waiting = [path for path in reversed(self._futures) if path in names]  # smallest first
+        for path in waiting:
+            if self._futures[path].cancel():  # not yet handed to a worker
+                del self._futures[path]
+                yield names[path], path
 
     def _one(self, name: str, path: Path) -> ShardDigest:
         future = self._futures.get(path)

@@ -10,11 +10,10 @@ from __future__ import annotations
 import os
 import sys
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from seatrial.cli.common import run_cli
+if TYPE_CHECKING:
+    import typer
 
 # One name per capability; module seatrial.cli.<name> defines ``register(app)`` adding command <name>.
 COMMANDS = (
@@ -25,6 +24,8 @@ COMMANDS = (
 
 def build_app(commands: tuple[str, ...] = COMMANDS) -> typer.Typer:
     """The ``seatrial`` Typer app with ``commands`` registered."""
+    import typer
+
     app = typer.Typer(
         name="seatrial",
         help="Sea trials for LLM deployments: audit, plan, convert, guard, sync, doctor, hw, bench, accept, "
@@ -74,9 +75,23 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _audit_early(argv: list[str]) -> None:
+    """``seatrial audit DIR``: start reading DIR's shard headers in worker processes before the command
+    line's own imports (typer, rich, pydantic: about as long as the reading), so the two overlap."""
+    if len(argv) > 2 and argv[1] == "audit" and not argv[2].startswith("-"):
+        from pathlib import Path
+
+        from seatrial.checkpoint.shardpool import start_early
+
+        start_early(Path(argv[2]))
+
+
 def main() -> None:
     _single_thread_blas()
     wanted = sys.argv[1] if len(sys.argv) > 1 else ""
+    _audit_early(sys.argv)
+    from seatrial.cli.common import run_cli
+
     run_cli(build_app((wanted,) if wanted in COMMANDS else COMMANDS))
 
 

@@ -1,11 +1,27 @@
 """What every command's results are made of, below every capability: the one result model
 (:class:`TrialResult`), what a run's verdicts add up to (:func:`judge_run`), the run folder
-(:class:`RunFolder`), the one redaction function (:func:`redact`), and the levels tables."""
+(:class:`RunFolder`), the one redaction function (:func:`redact`), and the levels tables.
 
-from seatrial.runs.folder import RunFolder, environment, read_jsonl, write_redacted
-from seatrial.runs.redact import REDACTED, redact, secret_name
-from seatrial.runs.result import TrialResult
-from seatrial.runs.verdicts import counts_line, judge_run
+Names load on first use, so a command that only needs :func:`redact` does not import the result
+model's validation library."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from seatrial.runs.folder import RunFolder, environment, read_jsonl, write_redacted
+    from seatrial.runs.redact import REDACTED, redact, secret_name
+    from seatrial.runs.result import TrialResult
+    from seatrial.runs.verdicts import counts_line, judge_run
+
+_WHERE = {
+    "RunFolder": "folder", "environment": "folder", "read_jsonl": "folder", "write_redacted": "folder",
+    "REDACTED": "redact", "redact": "redact", "secret_name": "redact",
+    "TrialResult": "result",
+    "counts_line": "verdicts", "judge_run": "verdicts",
+}  # fmt: skip
 
 __all__ = [
     "REDACTED",
@@ -19,3 +35,11 @@ __all__ = [
     "secret_name",
     "write_redacted",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"seatrial.runs.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

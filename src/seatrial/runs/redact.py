@@ -74,4 +74,6 @@ def redact(obj: Any) -> Any:
         return _argv(list(obj))
     if isinstance(obj, str):
         return redact_text(obj)
+    if hasattr(obj, "model_dump"):  # a result model: redacted as the JSON it is written as
+        return redact(obj.model_dump(mode="json"))
     return obj
