@@ -82,6 +82,20 @@ def test_basic_names_the_failed_check(run: tuple[Path, dict[str, Any]]) -> None:
     assert basic["samples"]["requests"] == 4
 
 
+def test_a_chat_stream_whose_tokens_carry_no_text_still_works(tmp_path: Path) -> None:
+    """A model that emits only special tokens (vLLM skips their text; the demo's dummy weights do it for
+    some prompts) streams a chat answer with no content: the endpoint works, its TTFT is not measured."""
+    (tmp_path / "p.yaml").write_text(PROFILE)
+    with ThreadedServer(SyntheticConfig(itl_s=0.002, ttft_s=0.005, fault="textless")) as srv:
+        summary = run_accept(srv.url, profile=tmp_path / "p.yaml", trials=["basic"], out_dir=tmp_path / "run")
+    chat = by_name(summary)["basic"]["evidence"]["checks"]["chat_stream"]
+    assert chat["ok"] and chat["output_tokens"] == 4 and chat["ttft_ms"] is None and chat["error"] is None
+    assert "carried no text" in chat["note"]
+    rows = {r["request_id"]: r for r in read_jsonl(tmp_path / "run" / "requests.jsonl")}
+    # the load client still refuses to time such a request: no token event, no TTFT
+    assert [r["error"] for r in rows.values() if r["kind"] == "chat"] == ["stream carried no output token"]
+
+
 def test_prefix_cache_without_hits_fails_functionally(run: tuple[Path, dict[str, Any]]) -> None:
     pc = by_name(run[1])["prefix-cache"]
     ev = pc["evidence"]

@@ -15,6 +15,7 @@ from seatrial.load.stamps import StampedSocket, socket_of
 from seatrial.load.workloads import RequestSpec
 
 NS_PER_MS = 1_000_000
+NO_TOKEN = "stream carried no output token"
 
 
 @dataclass
@@ -147,7 +148,7 @@ async def send(
             if not done:
                 rec.error = "stream ended before [DONE]"
             elif timing.last_ns is None:
-                rec.error = "stream carried no output token"
+                rec.error = NO_TOKEN
     except MalformedStream as exc:
         rec.error = str(exc)
     except asyncio.TimeoutError:

@@ -10,7 +10,9 @@ without choices with ``include_usage``. ``tokens_per_chunk`` > 1 puts several to
 as speculative decoding does.
 Faults (``fault`` for every ``fault_every``-th request): ``http500``, ``http429``, ``die`` (connection
 dropped mid-stream), ``stall`` (stops sending, holds the connection), ``malformed`` (a non-JSON data
-line), ``no_done`` (stream closes without ``[DONE]``), ``short`` (stops early with finish_reason stop).
+line), ``no_done`` (stream closes without ``[DONE]``), ``short`` (stops early with finish_reason stop),
+``textless`` (every token's text is empty, as vLLM streams a model that emits only special tokens:
+a chat stream then carries no content at all, only its finish chunk and usage).
 """
 
 from __future__ import annotations
@@ -87,9 +89,11 @@ def _usage(prompt: int, n_done: int) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": n_done, "total_tokens": prompt + n_done}
 
 
-def _chunk(rid: str, tokens: range, prompt: int, chat: bool, finish: str | None, usage: bool) -> bytes:
+def _chunk(
+    rid: str, tokens: range, prompt: int, chat: bool, finish: str | None, usage: bool, textless: bool = False
+) -> bytes:
     """One event carrying ``tokens`` (ids = positions, 1-based), with the usage so far if asked."""
-    text = "".join(f" w{tok}" for tok in tokens)
+    text = "" if textless else "".join(f" w{tok}" for tok in tokens)
     choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
     if chat:
         choice["delta"] = {"content": text}
@@ -138,7 +142,7 @@ async def _stream(
     start = time.perf_counter_ns()
     per_chunk, sent = bool(asked.get("continuous_usage_stats")), 0
     for k, i in enumerate(range(1, n + 1, cfg.tokens_per_chunk)):  # i: the chunk's first token
-        if fault != "none" and i > cfg.fault_after_tokens:
+        if fault not in ("none", "textless") and i > cfg.fault_after_tokens:
             if fault == "die":
                 assert request.transport is not None
                 request.transport.abort()
@@ -156,8 +160,11 @@ async def _stream(
         tokens = range(i, min(i + cfg.tokens_per_chunk, n + 1))
         sent = tokens.stop - 1
         st.stamps[rid].append(time.perf_counter_ns())
-        await resp.write(_chunk(rid, tokens, prompt, chat, "length" if sent == n else None, per_chunk))
+        finish = "length" if sent == n else None
         st.c_gen.inc(len(tokens))
+        if fault == "textless" and chat and finish is None:
+            continue  # vLLM sends no chat chunk for a token that decoded to nothing
+        await resp.write(_chunk(rid, tokens, prompt, chat, finish, per_chunk, fault == "textless"))
     if fault == "no_done":
         return
     if asked.get("include_usage"):
