@@ -7,8 +7,14 @@ gap. seatrial times each chunk by the kernel's receive time of the read that bro
 (SO_TIMESTAMPNS); vLLM's client by perf_counter when its coroutine gets the chunk.
 Prints p50 / p99 |error| in ms per N for both clients (median over --reps alternating runs), then the largest N each keeps p99 under 1 ms.
 Targets: seatrial p99 < 1 ms at 256 streams, and at least twice vLLM's streams at equal error.
+With ``--workers 1,2`` seatrial runs once per worker count (``seatrial bench --workers W``: W client
+processes share each level, their records merged; ``--no-vllm`` leaves vLLM's client out, where no
+engine is installed), and each row also gives seatrial's client CPU per
+token event over the measured level (its ``client_timing.cpu_us_per_event``: the CPU of the driver and
+of every worker while the level ran, over the token events received): the merge must cost nothing on
+the hot path.
 
-    .venv/bin/python benchmarks/client_overhead.py [--streams 1,16,64,256,512,1024]
+    .venv/bin/python benchmarks/client_overhead.py [--streams 1,16,64,256,512,1024] [--workers 1,2]
 """
 
 from __future__ import annotations
@@ -59,8 +65,11 @@ def errors_ms(measured: dict[str, list[float]], server: dict[str, list[int]]) ->
     return np.asarray(errs)
 
 
-def run_seatrial(url: str, n: int, out_len: int, tmp: Path) -> dict[str, list[float]]:
-    out = tmp / f"s{n}"
+def run_seatrial(
+    url: str, n: int, out_len: int, tmp: Path, workers: int = 1
+) -> tuple[dict[str, list[float]], float]:
+    """The measured gaps by request id, and the client's CPU per token event over the level (us)."""
+    out = tmp / f"s{n}-w{workers}"
     tmp.mkdir(parents=True, exist_ok=True)
     cmd = [
         sys.executable,
@@ -86,11 +95,15 @@ def run_seatrial(url: str, n: int, out_len: int, tmp: Path) -> dict[str, list[fl
         "--allow-invalid",
         "--seed",
         str(n),
+        "--workers",
+        str(workers),
     ]
     subprocess.run(cmd, check=True, capture_output=True)
+    level = json.loads((out / "summary.json").read_text())["levels"][0]
+    cpu = float(level["client_timing"]["cpu_us_per_event"] or 0.0)
     rows = read_jsonl(out / "requests.jsonl")
     # seatrial request ids are per level; make them unique per run like the server's keys
-    return {r["request_id"]: r["itl_ms"] for r in rows if r["error"] is None}
+    return {r["request_id"]: r["itl_ms"] for r in rows if r["error"] is None}, cpu
 
 
 def run_vllm(url: str, n: int, out_len: int, tmp: Path, prefix: str) -> dict[str, list[float]]:
@@ -110,7 +123,14 @@ def main() -> None:
     ap.add_argument("--itl-ms", type=float, default=50.0)
     ap.add_argument("--tokens", type=int, default=40)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--workers", default=None, help="e.g. 1,2: seatrial once per worker count, with its CPU")
+    ap.add_argument(
+        "--no-vllm", action="store_true", help="with --workers: leave vLLM's client out (no engine)"
+    )
     opts = ap.parse_args()
+    if opts.workers:
+        workers_table(opts)
+        return
     print(f"{'streams':>7} | {'seatrial p50':>12} {'p99':>8} | {'vllm p50':>9} {'p99':>8}  (|ITL error| ms)")
     best = {"seatrial": 0, "vllm": 0}
     with tempfile.TemporaryDirectory() as tmpdir:
@@ -125,7 +145,7 @@ def main() -> None:
                         measured = (
                             run_vllm(url, n, opts.tokens, tmp, f"v{n}-{rep}")
                             if name == "vllm"
-                            else run_seatrial(url, n, opts.tokens, tmp / f"r{rep}")
+                            else run_seatrial(url, n, opts.tokens, tmp / f"r{rep}")[0]
                         )
                         err = errors_ms(measured, stamps(url))
                     finally:
@@ -144,6 +164,60 @@ def main() -> None:
         f"largest streams with p99 error < 1 ms: seatrial {best['seatrial']}, vllm {best['vllm']} "
         f"(ratio {ratio:.2f})"
     )
+
+
+def workers_table(opts: argparse.Namespace) -> None:
+    """p99 ITL error and client CPU per token event for each worker count, beside vLLM's client."""
+    counts = [int(x) for x in opts.workers.split(",")]
+    streams = [int(x) for x in opts.streams.split(",")]
+    names = [f"w{w}" for w in counts] + ([] if opts.no_vllm else ["vllm"])
+    print(
+        "streams | "
+        + " | ".join(f"{n:>5} p50    p99  cpu us/event" if n != "vllm" else "vllm p50    p99" for n in names)
+    )
+    best = dict.fromkeys(names, 0)
+    cpu_at: dict[str, list[float]] = {n: [] for n in names}
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        for n in streams:
+            p50s: dict[str, list[float]] = {k: [] for k in names}
+            p99s: dict[str, list[float]] = {k: [] for k in names}
+            cpus: dict[str, list[float]] = {k: [] for k in names}
+            for rep in range(opts.reps):
+                order = names if rep % 2 == 0 else names[::-1]
+                for name in order:
+                    proc, url = start_process(opts.itl_ms)
+                    try:
+                        if name == "vllm":
+                            measured = run_vllm(url, n, opts.tokens, tmp, f"v{n}-{rep}")
+                        else:
+                            w = int(name[1:])
+                            measured, cpu = run_seatrial(url, n, opts.tokens, tmp / f"r{rep}", w)
+                            cpus[name].append(cpu)
+                        err = errors_ms(measured, stamps(url))
+                    finally:
+                        proc.terminate()
+                        proc.wait()
+                    p50s[name].append(float(np.percentile(err, 50)))
+                    p99s[name].append(float(np.percentile(err, 99)))
+            cells = []
+            for name in names:
+                p50, p99 = float(np.median(p50s[name])), float(np.median(p99s[name]))
+                if p99 < 1.0:
+                    best[name] = max(best[name], n)
+                if name == "vllm":
+                    cells.append(f"{p50:>8.3f} {p99:>7.3f}")
+                else:
+                    cpu = float(np.median(cpus[name]))
+                    cpu_at[name].append(cpu)
+                    cells.append(f"{p50:>9.3f} {p99:>7.3f} {cpu:>12.1f}")
+            print(f"{n:>7} | " + " | ".join(cells), flush=True)
+    print("largest streams with p99 error < 1 ms: " + ", ".join(f"{k} {v}" for k, v in best.items()))
+    if len(counts) >= 2:
+        for other in names[1 : len(counts)]:
+            ratio = [b / a for a, b in zip(cpu_at[names[0]], cpu_at[other], strict=True) if a > 0]
+            print(f"client CPU per token event, {other} / {names[0]}: " + ", ".join(f"{r:.2f}" for r in ratio)
+                  + " (target within 1.10)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -58,11 +59,27 @@ def drop_caches() -> None:
         Path("/proc/sys/vm/drop_caches").write_text("3\n")
 
 
+BUSY: dict[float, float] = {}  # a run's wall seconds -> the machine's mean busy cores during it
+
+
+def _cpu_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs from /proc/stat: busy = total - idle - iowait."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    total = sum(fields[:8])
+    return total - fields[3] - fields[4], total
+
+
 def timed(argv: list[str]) -> float:
+    """Wall seconds of ``argv`` from a cold page cache; the machine's busy cores meanwhile go in BUSY
+    (sender and receiver share this machine's CPUs over loopback)."""
     drop_caches()
+    busy0, total0 = _cpu_ticks()
     start = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    busy1, total1 = _cpu_ticks()
+    BUSY[wall] = (busy1 - busy0) / max(1, total1 - total0) * (os.cpu_count() or 1)
+    return wall
 
 
 def main() -> None:
@@ -115,9 +132,8 @@ def main() -> None:
                             ("sync", "seatrial sync --streams 4 (verify key)"),
                             ("sync-full", "seatrial sync --streams 4 --verify full")):  # fmt: skip
             best = min(runs[name])
-            print(
-                f"  {label:<42} {best:6.2f} s  {mb / best:6.0f} MB/s  runs {[round(x, 2) for x in runs[name]]}"
-            )
+            print(f"  {label:<42} {best:6.2f} s  {mb / best:6.0f} MB/s  {BUSY[best]:.2f} of "
+                  f"{os.cpu_count()} cores busy  runs {[round(x, 2) for x in runs[name]]}")  # fmt: skip
         ratio = min(runs["rsync"]) / min(runs["sync"])
         print(f"ratio sync / one rsync stream (with its verification) = {ratio:.2f}x  (target >= 1.5x)")
         print(

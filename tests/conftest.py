@@ -9,11 +9,15 @@ from pathlib import Path
 
 import pytest
 
+# Ray, where a test starts it, binds 127.0.0.1 and nothing else (read when ray is first imported)
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 from seatrial.server.engine import LocalEngine, engine_venv, make_tiny_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # makes ``tests.*`` helpers importable
 
 from tests.engine_fixtures import start_engine
+from tests.ray_cluster import RayCluster, start_cluster
 
 
 def _engine_or_skip() -> None:
@@ -37,3 +41,11 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> I
     engine = start_engine(tmp_path_factory.mktemp("vllm"), tiny_model, max_num_seqs=4)
     yield engine
     engine.stop()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[RayCluster]:
+    """Two Ray nodes on loopback: a head, and a client node with 2 ``seatrial_client`` units."""
+    cluster = start_cluster()
+    yield cluster
+    cluster.stop()

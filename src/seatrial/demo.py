@@ -98,6 +98,31 @@ def step_convert(ctx: DemoContext) -> dict[str, Any]:
     }
 
 
+def step_sync(ctx: DemoContext) -> dict[str, Any]:
+    """Seed 000's replication: the converted model to a second node's folder (here a second local
+    folder), every byte verified on both sides."""
+    from seatrial.fleet.sync import sync
+
+    summary = sync(
+        ctx.out / "tiny-model-embed-fp8", [str(ctx.out / "node-b" / "tiny-model-embed-fp8")], verify="full"
+    )
+    d = summary["destinations"][0]
+    ctx.log(f"   -> {d['dest']}: {'identical' if d['ok'] else d.get('error') or d.get('differences')}")
+    keep = {k: summary[k] for k in ("src", "verify", "plan", "destinations", "ok")}
+    return {"sync": keep, "sync_ok": summary["ok"]}
+
+
+def step_doctor(ctx: DemoContext) -> dict[str, Any]:
+    """Both "nodes" of the demo (this host, each with its copy of the converted model): one contract."""
+    from seatrial.fleet.doctor import doctor
+
+    model = "tiny-model-embed-fp8"
+    nodes = [f"local:{ctx.out / model}", f"local:{ctx.out / 'node-b' / model}"]
+    summary = doctor(nodes)
+    ctx.log(f"   {len(summary['items'])} items compared; passed: {summary['passed']}")
+    return {"doctor": summary}
+
+
 def step_hw(ctx: DemoContext) -> dict[str, Any]:
     """Stage 1 hardware trials; on a machine without a GPU every trial is UNAVAILABLE with its reason."""
     from seatrial.hw import HwConfig, run_hw
@@ -132,13 +157,53 @@ def step_accept(ctx: DemoContext) -> dict[str, Any]:
     return {k: summary[k] for k in keep if k in summary}
 
 
+def experiment_plan(ctx: DemoContext) -> dict[str, Any]:
+    """max-num-seqs 2 against 8 on the demo's model, 2 fresh starts each, decided on output tok/s at C=8."""
+    from seatrial.server.engine import engine_python
+
+    serve = [str(engine_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", str(ctx.model_dir),
+             "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "{port}", "--max-model-len", "1024",
+             "--enforce-eager"]  # fmt: skip
+    return {
+        "serve": {"command": serve, "env": {"VLLM_CPU_KVCACHE_SPACE": f"{KV_CACHE_GIB:g}"}, "stop_grace_s": 30},
+        "baseline": {"name": "seqs-2", "args": ["--max-num-seqs", "2"]},
+        "treatments": [{"name": "seqs-8", "args": ["--max-num-seqs", "8"]}],
+        "workload": {"model": "tiny", "workload": "random", "input_len": 64, "output_len": 32, "concurrency": [8],
+                     "requests": 16, "warmup": 2, "max_lag_ms": 500},
+        "starts": 2,
+        "decide": {"profiles": {"batch": {"concurrency": 8, "metric": "output_tok_s", "min_gain_pct": 5}}},
+    }  # fmt: skip
+
+
+def step_experiment(ctx: DemoContext) -> dict[str, Any]:
+    """A small experiment from fresh starts (the demo's own server is stopped by then)."""
+    from seatrial.experiment.plan import ExperimentPlan, check_single_variable
+    from seatrial.experiment.run import run_experiment
+
+    plan = ExperimentPlan.model_validate(experiment_plan(ctx))
+    check_single_variable(plan)
+    summary = run_experiment(plan, ctx.out / "experiment", log=lambda m: ctx.log(f"   {m}"))
+    write_report(ctx.out / "experiment")
+    for d in summary["decisions"]:
+        lo, hi = d["ci_pct"]
+        ctx.log(
+            f"   {d['treatment']} ({d['profile']}): {d['verdict']}, gain {d['gain_pct']:+.1f}% [{lo}, {hi}]"
+        )
+    return {
+        "experiment": {k: summary[k] for k in ("settings", "decisions", "failed_settings", "invalid_levels")}
+    }
+
+
 OFFLINE_STEPS: list[tuple[str, Step]] = [
     ("audit", step_audit),
     ("plan", step_plan),
     ("convert", step_convert),
+    ("sync", step_sync),
+    ("doctor", step_doctor),
     ("hw", step_hw),
 ]
 SERVER_STEPS: list[tuple[str, Step]] = [("bench", step_bench), ("accept", step_accept)]
+AFTER_STEPS: list[tuple[str, Step]] = [("experiment", step_experiment)]
 
 
 def _run_steps(ctx: DemoContext, steps: list[tuple[str, Step]], summary: dict[str, Any]) -> None:
@@ -164,12 +229,23 @@ def _run_steps(ctx: DemoContext, steps: list[tuple[str, Step]], summary: dict[st
 
 
 def step_verdicts(result: dict[str, Any]) -> dict[str, Any]:
-    """What a step's verdicts add up to (``counts``, ``passed``), for steps that judge trials; a bench
-    step says how many of its levels were valid."""
-    trials = result.get("trials") or (result.get("hw") or {}).get("trials")
+    """What a step's verdicts add up to (``counts``, ``passed``), for steps that judge trials or items;
+    an experiment's decisions; a bench step's valid levels; a sync's verification."""
+    trials = (
+        result.get("trials")
+        or (result.get("hw") or {}).get("trials")
+        or (result.get("doctor") or {}).get("items")
+    )
     if trials:
         judged = judge_run(trials)
         return {"verdicts": judged["counts"], "passed": judged["passed"]}
+    if "experiment" in result:
+        words = [
+            f"{d['treatment']} {d['profile']}: {d['verdict']}" for d in result["experiment"]["decisions"]
+        ]
+        return {"decisions": "; ".join(words)}
+    if "sync" in result:
+        return {"verified": result["sync_ok"]}
     if "levels" in result:
         valid = sum(lv["valid"] for lv in result["levels"])
         return {"valid_levels": f"{valid} of {len(result['levels'])}"}
@@ -193,11 +269,12 @@ def guard_wrapper(out: Path) -> list[str]:
 
 def run_demo(
     out: Path,
-    steps: tuple[list[tuple[str, Step]], list[tuple[str, Step]]] | None = None,
+    steps: tuple[list[tuple[str, Step]], list[tuple[str, Step]], list[tuple[str, Step]]] | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Offline steps on a tiny checkpoint, then vLLM-CPU under the guard for the server steps."""
-    offline, online = steps or (OFFLINE_STEPS, SERVER_STEPS)
+    """Offline steps on a tiny checkpoint, then vLLM-CPU under the guard for the server steps, then the
+    steps that start servers of their own (the experiment) once it is stopped."""
+    offline, online, after = steps or (OFFLINE_STEPS, SERVER_STEPS, AFTER_STEPS)
     out.mkdir(parents=True, exist_ok=True)
     ctx = DemoContext(
         out=out, model_dir=make_tiny_model(out / "tiny-model", max_len=4096, weights=True), log=log
@@ -218,6 +295,7 @@ def run_demo(
         log(f"vLLM ready at {engine.url}: {engine.kv_cache_line()}")
         _run_steps(ctx, online, summary)
     summary["guard"] = {"history": read_jsonl(out / "guard-history.jsonl")}
+    _run_steps(ctx, after, summary)
     with RunFolder(out, "demo", {"out": str(out)}, requests=False) as folder:
         folder.write_summary(summary)
     write_report(out)

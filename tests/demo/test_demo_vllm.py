@@ -24,8 +24,22 @@ def test_demo_runs_every_step_and_plan_matches_vllm(tiny_model: Path, tmp_path: 
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     steps = {s["name"]: s for s in summary["steps"]}
-    assert list(steps) == ["audit", "plan", "convert", "hw", "bench", "accept"]
+    assert list(steps) == [
+        "audit",
+        "plan",
+        "convert",
+        "sync",
+        "doctor",
+        "hw",
+        "bench",
+        "accept",
+        "experiment",
+    ]
     assert all(s["ok"] for s in steps.values()), steps
+    # the step table shows what each step found, not "ok"
+    assert steps["hw"]["verdicts"] == {"UNAVAILABLE": 13} and steps["hw"]["passed"] is False
+    assert steps["accept"]["verdicts"] == summary["counts"] and steps["sync"]["verified"] is True
+    assert steps["doctor"]["passed"] is True and "seqs-8 batch:" in steps["experiment"]["decisions"]
     # the plan's KV capacity is what vLLM itself printed at start-up
     line = summary["engine"]["kv_cache_line"]
     vllm_tokens = int(re.search(r"KV cache size: ([\d,]+) tokens", line).group(1).replace(",", ""))
@@ -45,5 +59,13 @@ def test_demo_runs_every_step_and_plan_matches_vllm(tiny_model: Path, tmp_path: 
     }
     events = [e["event"] for e in summary["guard"]["history"]]
     assert events[0] == "start" and events[-1] == "stop" and "kill" not in events
+    assert summary["sync"]["destinations"][0]["differences"] == [] and summary["sync"]["verify"] == "full"
+    assert summary["doctor"]["differences"] == []
+    decision = summary["experiment"]["decisions"][0]
+    assert decision["verdict"] in ("ADOPT", "INCONCLUSIVE") and decision["starts"] == {
+        "baseline": 2,
+        "treatment": 2,
+    }
     page = (out / "report.html").read_text()
     assert "Load levels" in page and "Acceptance trials" in page and "Hardware" in page
+    assert "Experiment" in page and "Decisions" in page and "Sync" in page and "Doctor" in page

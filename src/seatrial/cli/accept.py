@@ -55,6 +55,11 @@ def accept(
     seed: Annotated[
         int | None, typer.Option(help="Prompt seed; default: a new one per run, recorded in run.json")
     ] = None,
+    workers: Annotated[int, typer.Option(help="Client processes sharing each measured level")] = 1,
+    ray: Annotated[
+        str | None, typer.Option(help="Ray cluster address: --clients actors share each level")
+    ] = None,
+    clients: Annotated[int, typer.Option(help="Ray client actors (with --ray)")] = 2,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary JSON here")] = None,
 ) -> None:
@@ -75,6 +80,7 @@ def accept(
                 progress=progress,
                 require=parse_name_list(require),
                 seed=seed,
+                clients={"workers": workers, "ray": ray, "clients": clients},
             )
     except KeyboardInterrupt:
         where = f"; partial run folder: {out_dir}" if out_dir else ""

@@ -81,6 +81,11 @@ def bench(
             "client reads it, as vLLM's benchmark client does)"
         ),
     ] = "kernel",
+    workers: Annotated[int, typer.Option(help="Client processes on this host sharing each level")] = 1,
+    ray: Annotated[
+        str | None, typer.Option(help="Ray cluster address: --clients actors on its seatrial_client nodes")
+    ] = None,
+    clients: Annotated[int, typer.Option(help="Ray client actors (with --ray)")] = 2,
     allow_invalid: Annotated[bool, typer.Option(help="Exit 0 even when a level is invalid")] = False,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary JSON here")] = None,
@@ -121,6 +126,9 @@ def bench(
             "max_error_rate": max_error_rate,
             "max_lag_ms": max_lag_ms,
             "stamps": stamps,
+            "workers": workers,
+            "ray": ray,
+            "clients": clients,
         },
         allow_invalid=allow_invalid,
     )

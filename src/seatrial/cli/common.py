@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from seatrial.errors import ConfigError, SeatrialError
 
@@ -27,7 +28,7 @@ def run_cli(app: typer.Typer) -> None:
         # Without standalone mode click *returns* the code of a typer.Exit instead of exiting.
         rc = app(standalone_mode=False)
     except SeatrialError as exc:
-        console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")
@@ -49,7 +50,7 @@ def run_cli(app: typer.Typer) -> None:
 def internal_error(exc: BaseException) -> None:
     """An exception seatrial did not expect: one line (the traceback with SEATRIAL_DEBUG=1), exit 70."""
     console.print(
-        f"[bold red]internal error:[/] {type(exc).__name__}: {exc} (a seatrial bug; SEATRIAL_DEBUG=1 shows where)",
+        f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} (a seatrial bug; SEATRIAL_DEBUG=1 shows where)",
         highlight=False,
         markup=True,
     )

@@ -40,6 +40,10 @@ def step_line(step: dict[str, Any]) -> str:
         return f"{mark}: {counts_line(step['verdicts'])}"
     if step.get("valid_levels"):
         return f"ran: {step['valid_levels']} levels valid"
+    if step.get("decisions"):
+        return f"ran: {escape(step['decisions'])}"
+    if "verified" in step:
+        return "[green]verified identical[/]" if step["verified"] else "[red]differs[/]"
     return "ran"
 
 

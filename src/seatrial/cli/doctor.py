@@ -14,7 +14,7 @@ from seatrial.cli.sync import _folder
 def register(app: typer.Typer) -> None:
     @app.command("doctor")
     def doctor_command(
-        nodes: list[str] = typer.Argument(..., help="local, [user@]host, or either with :MODEL_DIR"),
+        nodes: list[str] = typer.Argument(None, help="local, [user@]host, or either with :MODEL_DIR"),
         model_dir: str | None = typer.Option(
             None, "--model-dir", help="Checkpoint folder on nodes that name none"
         ),
@@ -31,6 +31,9 @@ def register(app: typer.Typer) -> None:
         ssh_port: int | None = typer.Option(None, "--ssh-port", help="SSH port of the nodes"),
         ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH identity file"),
         known_hosts: Path | None = typer.Option(None, "--known-hosts", help="SSH known_hosts file to use"),
+        ray: str | None = typer.Option(
+            None, "--ray", help="Ray cluster address: the probe on every alive node"
+        ),
         json_path: Path | None = typer.Option(None, "--json", help="Write the comparison here"),
         out_dir: Path | None = typer.Option(
             None, "--out", help="Run folder (run.json, summary.json, report.html)"
@@ -38,13 +41,22 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare the nodes' OS, kernel, Python, packages, driver, image, files, checkpoint and
         environment. Exit 0 when every node matches, 1 when an item differs, 4 when a node cannot be reached."""
-        from seatrial.fleet.doctor import doctor
+        from seatrial.errors import ConfigError
+        from seatrial.fleet.doctor import doctor, doctor_ray
         from seatrial.fleet.nodes import Ssh
         from seatrial.runs.fleet import doctor_table
 
-        ssh = Ssh(port=ssh_port, key=ssh_key, known_hosts=known_hosts)
-        summary = doctor(nodes, model_dir=model_dir, files=files, image=image, env_prefixes=env_prefix or None,
-                         ssh=ssh, python=python)  # fmt: skip
+        if ray and nodes:
+            raise ConfigError(
+                "give NODE... (over SSH) or --ray ADDRESS (every node of the cluster), not both"
+            )
+        if ray:
+            summary = doctor_ray(ray, model_dir=model_dir, files=files, image=image,
+                                 env_prefixes=env_prefix or None, python=python)  # fmt: skip
+        else:
+            ssh = Ssh(port=ssh_port, key=ssh_key, known_hosts=known_hosts)
+            summary = doctor(nodes or [], model_dir=model_dir, files=files, image=image,
+                             env_prefixes=env_prefix or None, ssh=ssh, python=python)  # fmt: skip
         out.print(rich_table(doctor_table(summary)))
         for diff in summary["differences"]:
             console.print(f"[red]FAIL[/] {diff}", highlight=False)

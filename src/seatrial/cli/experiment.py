@@ -21,6 +21,13 @@ def experiment(
     ] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary JSON here")] = None,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted plan in --out")] = False,
+    workers: Annotated[
+        int | None, typer.Option(help="Client processes sharing each level (over the plan's)")
+    ] = None,
+    ray: Annotated[
+        str | None, typer.Option(help="Ray cluster address for the clients (over the plan's)")
+    ] = None,
+    clients: Annotated[int | None, typer.Option(help="Ray client actors (with --ray)")] = None,
 ) -> None:
     """Run a plan: each setting over fresh server starts, measured as bench measures, then ADOPT /
     REJECT / NO_EFFECT / INCONCLUSIVE per treatment and profile. Exit 0 when the plan ran, 2 for an
@@ -30,6 +37,9 @@ def experiment(
     from seatrial.runs.decisions import decision_table
 
     plan = load_plan(plan_path)
+    over = {k: v for k, v in {"workers": workers, "ray": ray, "clients": clients}.items() if v is not None}
+    if over:
+        plan = plan.model_copy(update={"workload": plan.workload.model_copy(update=over)})
     target = out_dir or Path("runs") / time.strftime("experiment-%Y%m%d-%H%M%S")
     summary = run_experiment(
         plan, target, log=lambda m: console.print(escape(m), highlight=False), resume=resume

@@ -37,6 +37,36 @@ def write_hw_folder(out_dir: Path, run: HwRun, cfg: HwConfig, sheet: dict[str, o
     write_report(out_dir)
 
 
+def fleet_run(
+    address: str, cfg: HwConfig, nodes: str, margin: float, require: list[str], json_path: Path | None,
+    out_dir: Path | None,
+) -> None:  # fmt: skip
+    """``hw --ray``: every node's sheet, the fleet view, one run folder; exits with their verdicts."""
+    from seatrial.hw.fleet import run_hw_ray
+    from seatrial.hw.models import HwReport
+    from seatrial.runs import TrialResult, judge_run
+
+    summary = run_hw_ray(address, cfg, nodes, margin)
+    rows = [TrialResult.model_validate(t) for n in summary["nodes"] for t in n["trials"]]
+    fleet = [TrialResult.model_validate(t) for t in summary["fleet"]]
+    for n in summary["nodes"]:
+        console.print(f"node {n['node'][:12]} ({n['hostname']} {n['address']})", highlight=False)
+        out.print(build_table(HwReport.from_json(n)))
+    if fleet:
+        out.print(build_table(HwReport(gpus=[], trials=fleet)))
+    judged = judge_run(rows + fleet, require)
+    summary |= {k: judged[k] for k in ("passed", "not_measured", "counts", "missing_required")}
+    console.print(f"passed: {summary['passed']} ({counts_line(summary['counts'])})", highlight=False)
+    emit_json(json_path, summary)
+    if out_dir is not None:
+        with RunFolder(
+            out_dir, "hw", {**cfg.model_dump(mode="json"), "ray": address, "nodes": nodes}, requests=False
+        ) as f:
+            f.write_summary(summary)
+        write_report(out_dir)
+    verdict_exit(rows + fleet, require)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("hw")
     def hw(
@@ -62,6 +92,11 @@ def register(app: typer.Typer) -> None:
             "--require",
             help="trials that must be measured: UNAVAILABLE/UNSUPPORTED there fails the run",
         ),
+        ray: str | None = typer.Option(None, "--ray", help="Ray cluster address: the trials on every node"),
+        nodes: str = typer.Option("all", "--nodes", help="with --ray: 'all' or node IDs / addresses"),
+        fleet_margin: float = typer.Option(
+            0.10, "--fleet-margin", help="with --ray: REVIEW_REQUIRED this share below the fleet median"
+        ),
     ) -> None:
         """Prove the GPUs: inventory, health, precision paths, burn, collectives, DCGM.
 
@@ -79,6 +114,8 @@ def register(app: typer.Typer) -> None:
         except ValidationError as exc:
             first = exc.errors()[0]
             raise ConfigError(f"hw: {'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from None
+        if ray:
+            fleet_run(ray, cfg, nodes, fleet_margin, parse_name_list(require), json_path, out_dir)
         run = run_hw(cfg)
         sheet = run.report.to_json(parse_name_list(require))
         out.print(build_table(run.report))

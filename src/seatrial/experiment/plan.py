@@ -116,6 +116,9 @@ class Workload(_Model):
     max_error_rate: float = Field(0.0, ge=0, le=1)
     max_lag_ms: float = Field(50.0, gt=0)
     stamps: Stamps = "kernel"
+    workers: int = Field(1, ge=1)  # client processes sharing each level
+    ray: str | None = None  # or Ray client actors (--clients of them) on this cluster
+    clients: int = Field(2, ge=1)
 
     @field_validator("concurrency", mode="before")
     @classmethod
@@ -135,7 +138,8 @@ class Workload(_Model):
                 "load": {"concurrency": w.concurrency, "rate": w.rate, "max_concurrency": w.max_concurrency,
                          "arrival": w.arrival, "requests": w.requests, "warmup": w.warmup,
                          "timeout_s": w.timeout_s, "stall_timeout_s": w.stall_timeout_s,
-                         "max_error_rate": w.max_error_rate, "max_lag_ms": w.max_lag_ms, "stamps": w.stamps},
+                         "max_error_rate": w.max_error_rate, "max_lag_ms": w.max_lag_ms, "stamps": w.stamps,
+                         "workers": w.workers, "ray": w.ray, "clients": w.clients},
             }
         )  # fmt: skip
 

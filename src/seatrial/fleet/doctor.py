@@ -148,11 +148,15 @@ def doctor(
     run = probe or (lambda node, args: run_probe(node.place, args, ssh or Ssh(), python, timeout_s=300))
     with ThreadPoolExecutor(max_workers=len(parsed)) as pool:
         prints = list(pool.map(lambda n: run(n, probe_args(n, files or [], image, prefixes)), parsed))
-    fingerprints = {n.name: fp for n, fp in zip(parsed, prints, strict=True)}
+    return summarize({n.name: fp for n, fp in zip(parsed, prints, strict=True)})
+
+
+def summarize(fingerprints: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The item-by-item comparison of the nodes' fingerprints."""
     results = compare_nodes(fingerprints)
     judged = judge_run(results)
     return {
-        "nodes": [n.name for n in parsed],
+        "nodes": list(fingerprints),
         "items": [r.to_json() for r in results],
         "differences": [reason for r in results if r.verdict is Verdict.FAIL for reason in r.reasons],
         "passed": not any(r.verdict is Verdict.FAIL for r in results),
@@ -160,3 +164,51 @@ def doctor(
         "not_measured": judged["not_measured"],
         "fingerprints": fingerprints,
     }
+
+
+def _probe_here(args: dict[str, Any], python: str) -> dict[str, Any]:
+    """On a Ray node: the probe run there, as for ``local``, and where that was."""
+    import socket
+
+    return {"fingerprint": run_probe(Place(None, args.get("model_dir") or ""), args, Ssh(), python, 300),
+            "hostname": socket.gethostname()}  # fmt: skip
+
+
+def doctor_ray(
+    address: str,
+    *,
+    model_dir: str | None = None,
+    files: list[str] | None = None,
+    image: str | None = None,
+    env_prefixes: list[str] | None = None,
+    python: str = "python3",
+) -> dict[str, Any]:
+    """The probe on every alive node of a Ray cluster (a task pinned to each), compared like SSH nodes."""
+    from seatrial.errors import ServerError
+    from seatrial.load.pools import connect_ray
+
+    ray = connect_ray(address)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    alive = [n for n in ray.nodes() if n["Alive"]]
+    if len(alive) < 2:
+        raise ConfigError(f"--ray {address}: {len(alive)} alive node; doctor compares two or more")
+    task = ray.remote(_probe_here)
+    refs = []
+    for n in alive:
+        node = Node(n["NodeID"], Place(None, model_dir or ""))
+        args = probe_args(node, files or [], image, env_prefixes or list(DEFAULT_PREFIXES))
+        strategy = NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+        refs.append(
+            task.options(scheduling_strategy=strategy, num_cpus=0, max_retries=0).remote(args, python)
+        )
+    prints = {}
+    for n, ref in zip(alive, refs, strict=True):
+        try:
+            got = ray.get(ref, timeout=600)
+        except Exception as exc:
+            raise ServerError(
+                f"Ray node {n['NodeID'][:12]} ({n['NodeManagerAddress']}) did not answer: {exc}"
+            ) from None
+        prints[f"{got['hostname']} {n['NodeManagerAddress']} {n['NodeID'][:8]}"] = got["fingerprint"]
+    return summarize(prints)

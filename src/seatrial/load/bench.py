@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -12,8 +13,10 @@ import numpy as np
 from seatrial.errors import ServerError
 from seatrial.load.client import Endpoint, send
 from seatrial.load.config import BenchConfig
+from seatrial.load.distributed import Merge, split, start_times
 from seatrial.load.looplag import LoopLag
 from seatrial.load.metrics import client_timing, level_metrics
+from seatrial.load.pools import Pool, make_pool
 from seatrial.load.records import RequestRecord
 from seatrial.load.scheduler import Delivery, LevelPlan, run_level
 from seatrial.load.stamps import stamped_socket
@@ -94,9 +97,16 @@ class LevelOutcome:
 
 
 async def measure_level(
-    s: Session, cfg: BenchConfig, plan: LevelPlan, index: int, folder: RunFolder | None, progress: Progress
+    s: Session,
+    cfg: BenchConfig,
+    plan: LevelPlan,
+    index: int,
+    folder: RunFolder | None,
+    progress: Progress,
+    pool: Pool | None = None,
 ) -> LevelOutcome:
-    """Warm-up (excluded) then the measured requests of one level, with ``/metrics`` scraped throughout."""
+    """Warm-up (excluded) then the measured requests of one level, with ``/metrics`` scraped throughout;
+    with a ``pool`` the measured requests come from its workers (``load.distributed``)."""
     load, wl = cfg.load, cfg.workload
     label = f"C={plan.concurrency}" if plan.rate is None else f"rate={plan.rate:g}/s"
 
@@ -127,19 +137,72 @@ async def measure_level(
             )
 
     delivery = Delivery()
-    scraper = Scraper(s.http, s.metrics_url, load.scrape_interval_s, on_sample, lambda: delivery.in_flight)
+    left = [len(specs)]  # with workers: requests not yet back (the scraper's "in flight")
+    busy = (lambda: delivery.in_flight) if pool is None else (lambda: left[0])
+    scraper = Scraper(s.http, s.metrics_url, load.scrape_interval_s, on_sample, busy)
     progress.level_start(label, len(specs))
     await scraper.start()
-    lag = LoopLag()
+    lag = LoopLag()  # the loop that reads the streams: this one, or each worker's (pooled ticks)
+    merge = None
+    cpu = time.process_time()
     try:
-        async with lag.watching():
-            records, _ = await run_level(specs, plan, "measure", f"L{index}", sender, keep, delivery)
+        if pool is None:
+            async with lag.watching():
+                records, _ = await run_level(specs, plan, "measure", f"L{index}", sender, keep, delivery)
+        else:
+            merge = await run_shares(s, cfg, plan, index, specs, pool, keep, left)
+            records, delivery, lag.late_ms = merge.records, merge.delivery(), merge.late_ms
     finally:
+        cpu = time.process_time() - cpu
         await scraper.stop()
     server = summarize(scraper.samples, scraper.failures) | {"scrape_filtered": scraper.filtered}
     summary = {"index": index, **level_summary(records, delivery, cfg, plan, server, lag.summary())}
+    timing = summary["client_timing"]
+    if merge is not None:
+        timing["workers"] = sorted(merge.workers, key=lambda w: w["worker"])
+        summary["notes"] += merge.notes
+    timing |= client_cpu(records, cpu, timing.get("workers", []))
     progress.level_end(summary)
     return LevelOutcome(summary, records)
+
+
+async def run_shares(
+    s: Session,
+    cfg: BenchConfig,
+    plan: LevelPlan,
+    index: int,
+    specs: list[Any],
+    pool: Pool,
+    keep: Any,
+    left: list[int],
+) -> Merge:
+    """The level's requests from the pool's workers, all starting at one time, merged exactly."""
+    t, load = cfg.target, cfg.load
+    start_wall, start_perf = start_times()
+    merge = Merge(pool.clocks, start_wall, start_perf, plan.concurrency)
+    shares = split(specs, plan, pool.size)
+    for share in shares:
+        share |= {
+            "url": s.endpoint.base_url, "model": s.model, "endpoint": t.endpoint, "headers": s.endpoint.headers,
+            "continuous_usage": t.continuous_usage, "timeout_s": load.timeout_s,
+            "stall_timeout_s": load.stall_timeout_s, "stamps": load.stamps, "phase": "measure",
+            "id_prefix": f"L{index}", "start_wall_ns": start_wall,
+            "wall_offset_ns": pool.clocks[share["worker"]].wall_offset_ns,
+        }  # fmt: skip
+
+    def on_record(worker: int, row: dict[str, Any]) -> None:
+        keep(merge.add(worker, row))
+        left[0] -= 1
+
+    outcome = await pool.run(shares, on_record)
+    for share in shares:
+        result = outcome.get(share["worker"], "no answer")
+        if isinstance(result, dict):
+            merge.worker_done(share["worker"], result)
+        else:
+            for rec in merge.worker_died(share["worker"], share, result, f"L{index}", "measure"):
+                keep(rec)
+    return merge
 
 
 def level_summary(
@@ -172,6 +235,20 @@ def level_summary(
         "valid": not reasons,
         "invalid_reasons": reasons,
         "notes": notes,
+    }
+
+
+def client_cpu(
+    records: list[RequestRecord], driver_s: float, workers: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The client's CPU over the measured level (this process, and its workers'), and per token event:
+    what the load cost the machine it ran on."""
+    total = driver_s + sum(w.get("cpu_s") or 0.0 for w in workers)
+    events = sum(r.chunks for r in records if r.ok)
+    return {
+        "cpu_s": total,
+        "driver_cpu_s": driver_s,
+        "cpu_us_per_event": total / events * 1e6 if events else None,
     }
 
 
@@ -210,20 +287,41 @@ async def run_bench(
     progress = progress or NoProgress()
     levels: list[dict[str, Any]] = []
     result: dict[str, Any] = {"levels": levels}
-    async with new_http(cfg.load.timeout_s, cfg.load.stall_timeout_s, cfg.load.stamps == "kernel") as http:
-        s = await open_session(cfg, http)
-        result.update(model=s.model, endpoint=cfg.target.endpoint, workload=cfg.workload.name)
-        try:
-            for index, plan in enumerate(level_plans(cfg)):
-                levels.append((await measure_level(s, cfg, plan, index, folder, progress)).summary)
-                if folder:
-                    folder.write_summary(result)
-        except asyncio.CancelledError:
-            result["interrupted"] = True
-            if folder:
-                folder.write_summary(result)
-            raise
+    load = cfg.load
+    pool = make_pool(load.workers, load.ray, load.clients)
+    if pool is not None:
+        result["clients"] = {
+            "workers": pool.size,
+            "ray": load.ray,
+            "clocks": [c.to_json() for c in pool.clocks.values()],
+        }
+    try:
+        async with new_http(load.timeout_s, load.stall_timeout_s, load.stamps == "kernel") as http:
+            s = await open_session(cfg, http)
+            result.update(model=s.model, endpoint=cfg.target.endpoint, workload=cfg.workload.name)
+            await _levels(s, cfg, folder, progress, pool, result)
+    finally:
+        if pool is not None:
+            pool.close()
     result["valid"] = all(level["valid"] for level in levels)
     if folder:
         folder.write_summary(result)
     return result
+
+
+async def _levels(
+    s: Session, cfg: BenchConfig, folder: RunFolder | None, progress: Progress, pool: Pool | None,
+    result: dict[str, Any],
+) -> None:  # fmt: skip
+    """Every level in turn; the summary so far is written after each (and when interrupted)."""
+    levels = result["levels"]
+    try:
+        for index, plan in enumerate(level_plans(cfg)):
+            levels.append((await measure_level(s, cfg, plan, index, folder, progress, pool)).summary)
+            if folder:
+                folder.write_summary(result)
+    except asyncio.CancelledError:
+        result["interrupted"] = True
+        if folder:
+            folder.write_summary(result)
+        raise

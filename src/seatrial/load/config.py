@@ -79,6 +79,10 @@ class LoadConfig(BaseModel):
     scrape_interval_s: float = Field(1.0, gt=0, le=1.0)
     # kernel: the kernel's receive time of each chunk; user: when the client reads it (as vLLM's client)
     stamps: Stamps = "kernel"
+    # several client workers share each level (load.distributed): processes here, or Ray actors
+    workers: int = Field(1, ge=1, le=256)
+    ray: str | None = None  # a Ray cluster's address: --clients actors on its seatrial_client nodes
+    clients: int = Field(2, ge=1, le=4096)
 
     @field_validator("concurrency")
     @classmethod

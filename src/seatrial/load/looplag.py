@@ -37,7 +37,12 @@ class LoopLag:
             self.late_ms.append(max(0.0, (time.perf_counter() - start - TICK_S) * 1000))
 
     def summary(self) -> dict[str, float | None]:
-        if not self.late_ms:
-            return {"loop_lag_ms_p99": None, "loop_lag_ms_max": None}
-        late = np.asarray(self.late_ms)
-        return {"loop_lag_ms_p99": float(np.percentile(late, 99)), "loop_lag_ms_max": float(late.max())}
+        return lag_summary(self.late_ms)
+
+
+def lag_summary(late_ms: list[float]) -> dict[str, float | None]:
+    """p99 and max lateness of the ticks (of one loop, or pooled from several: never their p99s averaged)."""
+    if not late_ms:
+        return {"loop_lag_ms_p99": None, "loop_lag_ms_max": None}
+    late = np.asarray(late_ms)
+    return {"loop_lag_ms_p99": float(np.percentile(late, 99)), "loop_lag_ms_max": float(late.max())}

@@ -51,6 +51,7 @@ class RequestRecord:
     read_lag_ms_max: float | None = None
     merged_events: int = 0
     usage_per_chunk: bool = False  # the server reported usage in content chunks (exact tokens per chunk)
+    worker: int | None = None  # the client worker (process or Ray actor) that sent it; None: the only one
     send_ns: int = 0
 
     @property
@@ -76,3 +77,9 @@ class RequestRecord:
         data.pop("send_ns")
         data["tpot_ms"] = self.tpot_ms
         return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], send_ns: int = 0) -> RequestRecord:
+        """A record back from :meth:`to_json` (a worker's, sent to the driver)."""
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "send_ns"}
+        return cls(**fields, send_ns=send_ns)

