@@ -36,7 +36,7 @@ def test_bench_over_ray_clients_against_real_vllm(
     ray_cluster: RayCluster, vllm_server: LocalEngine, tmp_path: Path
 ) -> None:
     args = ["bench", "--url", vllm_server.url, "--workload", "random", "--input-len", "64", "--output-len", "16",
-            "--concurrency", "4", "--requests", "16", "--warmup", "2", "--ray", ray_cluster.address, "--clients", "2",
+            "--concurrency", "4", "--requests", "32", "--warmup", "2", "--ray", ray_cluster.address, "--clients", "2",
             "--max-lag-ms", "500", "--out", str(tmp_path / "run"), "--json", str(tmp_path / "s.json")]  # fmt: skip
     result = invoke(args)
     assert result.code == 0, result.output
@@ -45,12 +45,14 @@ def test_bench_over_ray_clients_against_real_vllm(
     assert all("node" in c["where"] for c in summary["clients"]["clocks"])
     level = summary["levels"][0]
     rows = [r for r in read_jsonl(tmp_path / "run" / "requests.jsonl") if r["phase"] == "measure"]
-    assert len(rows) == 16 and {r["worker"] for r in rows} == {0, 1}
+    assert len(rows) == 32 and {r["worker"] for r in rows} == {0, 1}
     assert all(r["error"] is None and r["output_tokens"] == 16 for r in rows)
     pooled = level_metrics([RequestRecord.from_json(r) for r in rows])
     for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
         assert level[key] == pytest.approx(pooled[key])
     assert level["valid"] and [w["worker"] for w in level["client_timing"]["workers"]] == [0, 1]
+    print("start_late_ms", [w["start_late_ms"] for w in level["client_timing"]["workers"]],
+          "mean in flight", level["delivery"]["mean_in_flight"])  # fmt: skip
 
 
 def test_a_killed_client_actor_leaves_failed_records_not_a_hang(ray_cluster: RayCluster) -> None:

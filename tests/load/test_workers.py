@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,10 +15,13 @@ from tests.clirun import invoke
 
 from seatrial.load.bench import measure_level, new_http, open_session
 from seatrial.load.config import BenchConfig
+from seatrial.load.distributed import Clock, Merge, split
 from seatrial.load.metrics import level_metrics
 from seatrial.load.pools import ProcessPool
 from seatrial.load.records import RequestRecord
 from seatrial.load.scheduler import LevelPlan
+from seatrial.load.worker import run_share
+from seatrial.load.workloads import RequestSpec
 from seatrial.runs import read_jsonl
 from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
 
@@ -50,6 +54,8 @@ def test_two_workers_pool_their_records_into_one_level(server: ThreadedServer, t
         assert [w["worker"] for w in workers] == [0, 1] and all(
             w["loop_lag_ms_p99"] is not None for w in workers
         )
+        # every worker got ready before the start was named, so none began late
+        assert all(w["start_late_ms"] < 10 for w in workers) and not any("began" in n for n in level["notes"])
         # the level's loop lateness is the workers' ticks pooled (the loops that read the streams)
         assert level["client_timing"]["loop_lag_ms_max"] == max(w["loop_lag_ms_max"] for w in workers)
         # the client's CPU counts the driver's and every worker's own, over the token events
@@ -115,3 +121,41 @@ def test_accept_levels_share_the_workers(server: ThreadedServer, tmp_path: Path)
     assert [s["concurrency"] for s in steps] == [2, 4] and all(s["requests"] == 20 for s in steps)
     rows = [r for r in read_jsonl(tmp_path / "run" / "requests.jsonl") if r["phase"] == "measure"]
     assert {r["worker"] for r in rows} == {0, 1}
+
+
+def _share(url: str, n: int = 4) -> dict[str, object]:
+    specs = [RequestSpec(prompt="a b c d", output_len=8) for _ in range(n)]
+    (share,) = split(specs, LevelPlan(2), 1)
+    return share | {"url": url, "model": "m", "endpoint": "completions", "headers": {}, "continuous_usage": False,
+                    "timeout_s": 30.0, "stall_timeout_s": 30.0, "stamps": "loop", "phase": "measure",
+                    "id_prefix": "L0", "wall_offset_ns": 0}  # fmt: skip
+
+
+def test_a_worker_sends_nothing_before_the_go_and_starts_on_time(server: ThreadedServer) -> None:
+    """A worker slow to get ready cannot eat the margin: the start is named only once it is ready."""
+    rows: list[dict[str, object]] = []
+    named: list[int] = []
+
+    async def ready() -> int:
+        await asyncio.sleep(0.3)  # e.g. a cold import or a large share
+        named.append(time.time_ns() + 100_000_000)
+        return named[0]
+
+    stats = asyncio.run(run_share(_share(server.url), rows.append, ready))
+    sends = [int(r["send_ns"]) + int(r["mono_to_wall_ns"]) for r in rows]  # type: ignore[call-overload]
+    assert len(rows) == 4 and min(sends) >= named[0]
+    assert stats["start_late_ms"] == 0.0
+
+
+def test_a_worker_that_began_late_says_by_how_much() -> None:
+    with ThreadedServer(SyntheticConfig(itl_s=0.001, ttft_s=0.001)) as srv:
+
+        async def ready() -> int:
+            return time.time_ns() - 200_000_000  # a start already past when the go came
+
+        stats = asyncio.run(run_share(_share(srv.url), lambda row: None, ready))
+    assert stats["start_late_ms"] >= 200
+    merge = Merge({0: Clock(0)}, 0, 0, 2)
+    merge.worker_done(0, stats)
+    assert merge.workers[0]["start_late_ms"] == stats["start_late_ms"]
+    assert any("client worker 0 began" in n and "after the common start" in n for n in merge.notes)

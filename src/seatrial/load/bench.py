@@ -178,23 +178,25 @@ async def run_shares(
 ) -> Merge:
     """The level's requests from the pool's workers, all starting at one time, merged exactly."""
     t, load = cfg.target, cfg.load
-    start_wall, start_perf = start_times()
-    merge = Merge(pool.clocks, start_wall, start_perf, plan.concurrency)
+    merge = Merge(pool.clocks, *start_times(), plan.concurrency)  # the start is set again at the go
     shares = split(specs, plan, pool.size)
     for share in shares:
         share |= {
             "url": s.endpoint.base_url, "model": s.model, "endpoint": t.endpoint, "headers": s.endpoint.headers,
             "continuous_usage": t.continuous_usage, "timeout_s": load.timeout_s,
             "stall_timeout_s": load.stall_timeout_s, "stamps": load.stamps, "phase": "measure",
-            "id_prefix": f"L{index}", "start_wall_ns": start_wall,
-            "wall_offset_ns": pool.clocks[share["worker"]].wall_offset_ns,
+            "id_prefix": f"L{index}", "wall_offset_ns": pool.clocks[share["worker"]].wall_offset_ns,
         }  # fmt: skip
 
     def on_record(worker: int, row: dict[str, Any]) -> None:
         keep(merge.add(worker, row))
         left[0] -= 1
 
-    outcome = await pool.run(shares, on_record)
+    def on_start() -> int:
+        merge.start_wall_ns, merge.start_perf_ns = start_times()
+        return merge.start_wall_ns
+
+    outcome = await pool.run(shares, on_record, on_start)
     for share in shares:
         result = outcome.get(share["worker"], "no answer")
         if isinstance(result, dict):

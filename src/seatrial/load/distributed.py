@@ -4,8 +4,11 @@ exact merge of what they measured.
 Split: a closed loop's users go to the workers as evenly as they divide, and the level's requests in
 proportion to each worker's users; an open loop's arrival schedule (drawn once, here) goes round-robin,
 each worker keeping its arrivals' due times, and the ``--max-concurrency`` cap splits like users.
-Start: the driver names one start time; every worker waits for it on its own clock, corrected by its
-offset to the driver's (an NTP-style ping at the smallest round trip, recorded).
+Start: every worker first gets ready (its share unpacked, its client open) and says so; once all are
+ready the driver names one start time a margin ahead and sends it (a message of a few bytes, so no
+worker's import, spawn or share transfer eats into the margin); every worker waits for it on its own
+clock, corrected by its offset to the driver's (an NTP-style ping at the smallest round trip,
+recorded). A worker that still began late says by how much (``start_late_ms``, and a note).
 Merge: every worker's records are pooled, their times moved onto the driver's clock, and the level's
 metrics are computed from the pool by the same code as for one client (never an average of the
 workers' percentiles); the delivery (requests in flight) is the union of the workers' timelines.
@@ -23,6 +26,8 @@ from seatrial.load.scheduler import Delivery, LevelPlan, arrival_offsets_s
 from seatrial.load.workloads import RequestSpec
 
 START_MARGIN_S = 0.5
+READY_TIMEOUT_S = 120.0  # a worker not ready by then is sent the start anyway (and says how late it began)
+LATE_START_NOTE_MS = 10.0
 
 
 @dataclass
@@ -109,8 +114,13 @@ class Merge:
         m2w = stats["mono_to_wall_ns"]
         self.events += [(self.to_driver_ns(worker, t, m2w), d) for t, d in stats["events"]]
         self.late_ms += stats.get("late_ms") or []
+        late = stats.get("start_late_ms") or 0.0
+        if late > LATE_START_NOTE_MS:
+            self.notes.append(f"client worker {worker} began {late:.0f} ms after the common start: its share's "
+                              "first requests went out late (the mean in flight shows what it cost)")  # fmt: skip
         self.workers.append({"worker": worker, "requests": stats["requests"], **stats["loop_lag"],
-                             "cpu_s": stats.get("cpu_s"), **self.clocks[worker].to_json()})  # fmt: skip
+                             "cpu_s": stats.get("cpu_s"), "start_late_ms": late,
+                             **self.clocks[worker].to_json()})  # fmt: skip
 
     def worker_died(
         self, worker: int, share: dict[str, Any], why: str, id_prefix: str, phase: Phase

@@ -16,9 +16,11 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from seatrial.errors import ConfigError
-from seatrial.load.distributed import Clock, best_offset
+from seatrial.load.distributed import READY_TIMEOUT_S, Clock, best_offset
 
 OnRecord = Callable[[int, dict[str, Any]], None]
+#: called once every worker of the level is ready (or gone): sets the common start, returns it (wall ns)
+OnStart = Callable[[], int]
 PINGS = 7
 RAY_RESOURCE = "seatrial_client"
 
@@ -27,8 +29,11 @@ class Pool(Protocol):
     size: int
     clocks: dict[int, Clock]
 
-    async def run(self, shares: list[dict[str, Any]], on_record: OnRecord) -> dict[int, dict[str, Any] | str]:
-        """Each share on its worker; per worker its stats, or why it died."""
+    async def run(
+        self, shares: list[dict[str, Any]], on_record: OnRecord, on_start: OnStart
+    ) -> dict[int, dict[str, Any] | str]:
+        """Each share on its worker, started together once all are ready; per worker its stats, or why
+        it died."""
 
     def close(self) -> None: ...
 
@@ -62,13 +67,21 @@ def _worker_main(worker: int, tasks: Any, results: Any) -> None:
     """A pool process: answers pings, runs level shares, streams their records."""
     from seatrial.load.worker import run_share
 
+    async def ready() -> int:
+        results.put(("ready", worker, None))
+        go = await asyncio.to_thread(tasks.get)
+        if go is None:  # the driver closed the pool before the start
+            tasks.put(None)
+            raise RuntimeError("the pool closed before the level started")
+        return int(go[1])
+
     while (msg := tasks.get()) is not None:
         if msg[0] == "ping":
             results.put(("pong", worker, time.time_ns()))
             continue
         batch = _Batcher(worker, results)
         try:
-            stats = asyncio.run(run_share(msg[1], batch.add))
+            stats = asyncio.run(run_share(msg[1], batch.add, ready))
             batch.flush()
             results.put(("done", worker, stats))
         except Exception as exc:  # the driver turns the share's missing records into failures
@@ -100,23 +113,41 @@ class ProcessPool:
         offset, rtt = best_offset(samples)
         return Clock(worker, offset, rtt, f"{socket.gethostname()} pid {self.procs[worker].pid}")
 
-    async def run(self, shares: list[dict[str, Any]], on_record: OnRecord) -> dict[int, dict[str, Any] | str]:
+    async def run(
+        self, shares: list[dict[str, Any]], on_record: OnRecord, on_start: OnStart
+    ) -> dict[int, dict[str, Any] | str]:
         """The shares on their processes; a reader thread takes the results off the queue (no thread hop
-        per message on the event loop) and hands each batch to the loop."""
+        per message on the event loop) and hands each batch to the loop. The go goes to every ready
+        worker once no running worker is still getting ready (or at ``READY_TIMEOUT_S``)."""
         for share in shares:
             self.tasks[share["worker"]].put(("level", share))
         pending = {s["worker"] for s in shares}
+        ready: set[int] = set()
+        started: list[bool] = []
         out: dict[int, dict[str, Any] | str] = {}
         loop = asyncio.get_running_loop()
         finished = loop.create_future()
 
+        def go(force: bool = False) -> None:
+            if started or not (force or pending <= ready):
+                return
+            started.append(True)
+            start = on_start()
+            for w in pending:
+                self.tasks[w].put(("go", start))
+
+        timer = loop.call_later(READY_TIMEOUT_S, go, True)
+
         def deliver(kind: str, worker: int, body: Any) -> None:
-            if kind == "records":
+            if kind == "ready":
+                ready.add(worker)
+            elif kind == "records":
                 for row in body:
                     on_record(worker, row)
             elif kind in ("done", "error", "died") and worker in pending:
                 out[worker] = body
                 pending.discard(worker)
+            go()
             if not pending and not finished.done():
                 finished.set_result(None)
 
@@ -139,7 +170,10 @@ class ProcessPool:
 
         reader = threading.Thread(target=read, name="seatrial-pool-reader", daemon=True)
         reader.start()
-        await finished
+        try:
+            await finished
+        finally:
+            timer.cancel()
         await asyncio.to_thread(reader.join)
         return out
 
@@ -185,9 +219,20 @@ def connect_ray(address: str) -> Any:
 def _actor_class(ray: Any) -> Any:
     @ray.remote
     class ClientActor:
+        """One client worker. A level: ``run`` gets ready and waits; ``wait_ready`` answers once it is
+        (or once ``run`` ended); ``go`` hands it the common start."""
+
         def __init__(self, worker: int) -> None:
+            import seatrial.load.worker  # noqa: F401  (imported now, not inside a level's start margin)
+
             self.worker = worker
             self.buffer: list[dict[str, Any]] = []
+            self.levels: dict[str, tuple[asyncio.Event, asyncio.Future[int]]] = {}
+
+        def _level(self, key: str) -> tuple[asyncio.Event, asyncio.Future[int]]:
+            if key not in self.levels:
+                self.levels[key] = (asyncio.Event(), asyncio.get_running_loop().create_future())
+            return self.levels[key]
 
         def now(self) -> int:
             return time.time_ns()
@@ -198,9 +243,25 @@ def _actor_class(ray: Any) -> Any:
         async def run(self, share: dict[str, Any]) -> dict[str, Any]:
             from seatrial.load.worker import run_share
 
-            return await run_share(
-                share, lambda row: self.buffer.append(row)
-            )  # the buffer of now, not of then
+            is_ready, start = self._level(share["id_prefix"])
+
+            async def ready() -> int:
+                is_ready.set()
+                return await start
+
+            try:  # the buffer of now, not of then (drain replaces it)
+                return await run_share(share, lambda row: self.buffer.append(row), ready)
+            finally:
+                is_ready.set()
+
+        async def wait_ready(self, key: str) -> None:
+            await self._level(key)[0].wait()
+
+        async def go(self, key: str, start_wall_ns: int) -> None:
+            start = self._level(key)[1]
+            if not start.done():
+                start.set_result(start_wall_ns)
+            self.levels.pop(key, None)
 
         def drain(self) -> list[dict[str, Any]]:
             out, self.buffer = self.buffer, []
@@ -223,7 +284,7 @@ class RayPool:
         cls = _actor_class(ray)
         self.size = size
         self.actors = [cls.options(scheduling_strategy="SPREAD", resources={RAY_RESOURCE: 1}, num_cpus=0,
-                                   max_concurrency=4).remote(w) for w in range(size)]  # fmt: skip
+                                   max_concurrency=8).remote(w) for w in range(size)]  # fmt: skip
         wheres = ray.get([a.where.remote() for a in self.actors], timeout=300)
         self.clocks = {w: self._clock(w, wheres[w]) for w in range(size)}
 
@@ -236,9 +297,12 @@ class RayPool:
         offset, rtt = best_offset(samples)
         return Clock(worker, offset, rtt, where)
 
-    async def run(self, shares: list[dict[str, Any]], on_record: OnRecord) -> dict[int, dict[str, Any] | str]:
+    async def run(
+        self, shares: list[dict[str, Any]], on_record: OnRecord, on_start: OnStart
+    ) -> dict[int, dict[str, Any] | str]:
         ray = self.ray
         refs = {s["worker"]: self.actors[s["worker"]].run.remote(s) for s in shares}
+        await self._start_together(shares, on_start)
         out: dict[int, dict[str, Any] | str] = {}
         while len(out) < len(refs):
             await asyncio.sleep(0.2)
@@ -265,6 +329,21 @@ class RayPool:
                         on_record(w, row)
                     out[w] = stats
         return out
+
+    async def _start_together(self, shares: list[dict[str, Any]], on_start: OnStart) -> None:
+        """Wait until every actor is ready (or gone, or ``READY_TIMEOUT_S`` passed), then send the start."""
+
+        async def settled(ref: Any) -> None:
+            with contextlib.suppress(Exception):  # a dead actor is ready as it will ever be
+                await ref
+
+        key = shares[0]["id_prefix"] if shares else ""
+        waits = [settled(self.actors[s["worker"]].wait_ready.remote(key)) for s in shares]
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*waits), READY_TIMEOUT_S)
+        start = on_start()
+        for s in shares:
+            self.actors[s["worker"]].go.remote(key, start)
 
     def kill(self, worker: int) -> None:
         self.ray.kill(self.actors[worker])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from seatrial.load.bench import new_http
@@ -16,12 +16,16 @@ from seatrial.load.scheduler import Delivery, LevelPlan, run_level
 from seatrial.load.workloads import RequestSpec
 
 Emit = Callable[[dict[str, Any]], None]
+#: says this worker is ready (share unpacked, client open) and waits for the driver's go: the common
+#: start, in the driver's wall-clock ns, set once every worker of the level is ready
+Ready = Callable[[], Awaitable[int]]
 
 
-async def run_share(share: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    """Wait for the common start (the driver's wall time, corrected by this worker's offset), then send
-    the share; returns the timeline and the loop's lateness. ``share`` holds the endpoint, the specs,
-    the plan and the start (see :func:`seatrial.load.distributed.split`)."""
+async def run_share(share: dict[str, Any], emit: Emit, ready: Ready) -> dict[str, Any]:
+    """Get ready, wait for the go, sleep to the common start (the driver's wall time, corrected by this
+    worker's offset), then send the share; returns the timeline, the loop's lateness and how late this
+    worker began after the common start. ``share`` holds the endpoint, the specs and the plan (see
+    :func:`seatrial.load.distributed.split`)."""
     ep = Endpoint(
         share["url"], share["model"], share["endpoint"], share["headers"], share["continuous_usage"]
     )
@@ -38,7 +42,8 @@ async def run_share(share: dict[str, Any], emit: Emit) -> dict[str, Any]:
         def keep(rec: RequestRecord) -> None:
             emit({**rec.to_json(), "send_ns": rec.send_ns, "mono_to_wall_ns": mono_to_wall})
 
-        delay = (share["start_wall_ns"] + share["wall_offset_ns"] - time.time_ns()) / 1e9
+        start_wall_ns = await ready()
+        delay = (start_wall_ns + share["wall_offset_ns"] - time.time_ns()) / 1e9
         if delay > 0:
             await asyncio.sleep(delay)
         delivery, lag = Delivery(), LoopLag()
@@ -49,7 +54,8 @@ async def run_share(share: dict[str, Any], emit: Emit) -> dict[str, Any]:
             )
         cpu = time.process_time() - cpu
     return {"worker": share["worker"], "requests": len(records), "events": delivery._events, "cpu_s": cpu,
-            "mono_to_wall_ns": mono_to_wall, "started_ns": delivery.started_ns, "loop_lag": lag.summary(), "late_ms": lag.late_ms}  # fmt: skip
+            "mono_to_wall_ns": mono_to_wall, "started_ns": delivery.started_ns, "loop_lag": lag.summary(), "late_ms": lag.late_ms,
+            "start_late_ms": max(0.0, -delay * 1000)}  # fmt: skip
 
 
 def now_ns() -> int:
