@@ -92,6 +92,18 @@ def test_frozen_heap_keeps_older_objects_out_of_collections_and_still_collects_n
     assert gc.get_freeze_count() == 0  # and what was frozen is the collector's again afterwards
 
 
+def test_a_nested_frozen_heap_is_the_outer_ones() -> None:
+    """A worker freezes before it says ready; the level's own freeze inside must neither sweep again
+    nor unfreeze early."""
+    with frozen_heap():
+        outer = gc.get_freeze_count()
+        sweeps = gc.get_stats()[2]["collections"]
+        with frozen_heap():
+            assert gc.get_freeze_count() == outer and gc.get_stats()[2]["collections"] == sweeps
+        assert gc.get_freeze_count() == outer  # still frozen after the inner one ended
+    assert gc.get_freeze_count() == 0
+
+
 class _Cycle:
     def __init__(self) -> None:
         self.me = self  # only the collector can free it

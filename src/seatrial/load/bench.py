@@ -18,7 +18,7 @@ from seatrial.load.looplag import LoopLag
 from seatrial.load.metrics import client_timing, level_metrics
 from seatrial.load.pools import Pool, make_pool
 from seatrial.load.records import RequestRecord
-from seatrial.load.scheduler import Delivery, LevelPlan, run_level
+from seatrial.load.scheduler import Delivery, LevelPlan, frozen_heap, run_level
 from seatrial.load.stamps import stamped_socket
 from seatrial.load.tokenize import LocalTokenizer, ServerTokenizer, TokenCounter
 from seatrial.load.validity import invalid_reasons, prompt_mismatches
@@ -144,17 +144,18 @@ async def measure_level(
     await scraper.start()
     lag = LoopLag()  # the loop that reads the streams: this one, or each worker's (pooled ticks)
     merge = None
-    cpu = time.process_time()
-    try:
-        if pool is None:
-            async with lag.watching():
-                records, _ = await run_level(specs, plan, "measure", f"L{index}", sender, keep, delivery)
-        else:
-            merge = await run_shares(s, cfg, plan, index, specs, pool, keep, left)
-            records, delivery, lag.late_ms = merge.records, merge.delivery(), merge.late_ms
-    finally:
-        cpu = time.process_time() - cpu
-        await scraper.stop()
+    with frozen_heap():  # the sweep before the CPU window, as in each worker
+        cpu = time.process_time()
+        try:
+            if pool is None:
+                async with lag.watching():
+                    records, _ = await run_level(specs, plan, "measure", f"L{index}", sender, keep, delivery)
+            else:
+                merge = await run_shares(s, cfg, plan, index, specs, pool, keep, left)
+                records, delivery, lag.late_ms = merge.records, merge.delivery(), merge.late_ms
+        finally:
+            cpu = time.process_time() - cpu
+            await scraper.stop()
     server = summarize(scraper.samples, scraper.failures) | {"scrape_filtered": scraper.filtered}
     summary = {"index": index, **level_summary(records, delivery, cfg, plan, server, lag.summary())}
     timing = summary["client_timing"]

@@ -208,11 +208,20 @@ def frozen_heap() -> Iterator[None]:
     A full collection walks every tracked object; with seatrial's imports that paused the event loop
     50-65 ms at 512 streams, longer than a 50 ms ITL, so every stream's next token waited unread.
     ``gc.freeze`` moves what exists now out of the collector's reach until the level ends; new objects
-    are still collected.
+    are still collected. Nested use is the outer one's: a caller that freezes before its own clock
+    (a worker before it says ready, bench before its CPU window) keeps the sweep out of both.
     """
+    if _FROZEN:
+        yield
+        return
     gc.collect()
     gc.freeze()
+    _FROZEN.append(True)
     try:
         yield
     finally:
+        _FROZEN.clear()
         gc.unfreeze()
+
+
+_FROZEN: list[bool] = []  # non-empty while a frozen_heap() is active in this process

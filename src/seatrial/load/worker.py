@@ -12,7 +12,7 @@ from seatrial.load.bench import new_http
 from seatrial.load.client import Endpoint, send
 from seatrial.load.looplag import LoopLag
 from seatrial.load.records import RequestRecord
-from seatrial.load.scheduler import Delivery, LevelPlan, run_level
+from seatrial.load.scheduler import Delivery, LevelPlan, frozen_heap, run_level
 from seatrial.load.workloads import RequestSpec
 
 Emit = Callable[[dict[str, Any]], None]
@@ -42,17 +42,18 @@ async def run_share(share: dict[str, Any], emit: Emit, ready: Ready) -> dict[str
         def keep(rec: RequestRecord) -> None:
             emit({**rec.to_json(), "send_ns": rec.send_ns, "mono_to_wall_ns": mono_to_wall})
 
-        start_wall_ns = await ready()
-        delay = (start_wall_ns + share["wall_offset_ns"] - time.time_ns()) / 1e9
-        if delay > 0:
-            await asyncio.sleep(delay)
-        delivery, lag = Delivery(), LoopLag()
-        cpu = time.process_time()
-        async with lag.watching():
-            records, _ = await run_level(
-                specs, plan, share["phase"], share["id_prefix"], sender, keep, delivery
-            )
-        cpu = time.process_time() - cpu
+        with frozen_heap():  # swept before the ready, not after the start
+            start_wall_ns = await ready()
+            delay = (start_wall_ns + share["wall_offset_ns"] - time.time_ns()) / 1e9
+            if delay > 0:
+                await asyncio.sleep(delay)
+            delivery, lag = Delivery(), LoopLag()
+            cpu = time.process_time()
+            async with lag.watching():
+                records, _ = await run_level(
+                    specs, plan, share["phase"], share["id_prefix"], sender, keep, delivery
+                )
+            cpu = time.process_time() - cpu
     return {"worker": share["worker"], "requests": len(records), "events": delivery._events, "cpu_s": cpu,
             "mono_to_wall_ns": mono_to_wall, "started_ns": delivery.started_ns, "loop_lag": lag.summary(), "late_ms": lag.late_ms,
             "start_late_ms": max(0.0, -delay * 1000)}  # fmt: skip
