@@ -117,6 +117,24 @@ def run_vllm(url: str, n: int, out_len: int, tmp: Path, prefix: str) -> dict[str
     return data
 
 
+def measure_once(
+    name: str, n: int, rep: int, opts: argparse.Namespace, tmp: Path
+) -> tuple[np.ndarray, float | None]:
+    """One client run on a fresh server: ``vllm``, ``seatrial`` (one client) or ``wN`` (N workers);
+    the |ITL error| of every gap (ms), and seatrial's CPU per token event (us; None for vLLM's)."""
+    proc, url = start_process(opts.itl_ms)
+    try:
+        if name == "vllm":
+            measured, cpu = run_vllm(url, n, opts.tokens, tmp, f"v{n}-{rep}"), None
+        else:
+            workers = int(name[1:]) if name.startswith("w") else 1
+            measured, cpu = run_seatrial(url, n, opts.tokens, tmp / f"r{rep}", workers)
+        return errors_ms(measured, stamps(url)), cpu
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--streams", default="1,16,64,256,512,1024")
@@ -140,17 +158,7 @@ def main() -> None:
             p99s: dict[str, list[float]] = {"vllm": [], "seatrial": []}
             for rep in range(opts.reps):  # alternate who goes first; a fresh server per client run
                 for name in ("vllm", "seatrial") if rep % 2 == 0 else ("seatrial", "vllm"):
-                    proc, url = start_process(opts.itl_ms)
-                    try:
-                        measured = (
-                            run_vllm(url, n, opts.tokens, tmp, f"v{n}-{rep}")
-                            if name == "vllm"
-                            else run_seatrial(url, n, opts.tokens, tmp / f"r{rep}")[0]
-                        )
-                        err = errors_ms(measured, stamps(url))
-                    finally:
-                        proc.terminate()
-                        proc.wait()
+                    err, _ = measure_once(name, n, rep, opts, tmp)
                     p50s[name].append(float(np.percentile(err, 50)))
                     p99s[name].append(float(np.percentile(err, 99)))
             row = {k: (float(np.median(p50s[k])), float(np.median(p99s[k]))) for k in p50s}
@@ -186,18 +194,9 @@ def workers_table(opts: argparse.Namespace) -> None:
             for rep in range(opts.reps):
                 order = names if rep % 2 == 0 else names[::-1]
                 for name in order:
-                    proc, url = start_process(opts.itl_ms)
-                    try:
-                        if name == "vllm":
-                            measured = run_vllm(url, n, opts.tokens, tmp, f"v{n}-{rep}")
-                        else:
-                            w = int(name[1:])
-                            measured, cpu = run_seatrial(url, n, opts.tokens, tmp / f"r{rep}", w)
-                            cpus[name].append(cpu)
-                        err = errors_ms(measured, stamps(url))
-                    finally:
-                        proc.terminate()
-                        proc.wait()
+                    err, cpu = measure_once(name, n, rep, opts, tmp)
+                    if cpu is not None:
+                        cpus[name].append(cpu)
                     p50s[name].append(float(np.percentile(err, 50)))
                     p99s[name].append(float(np.percentile(err, 99)))
             cells = []

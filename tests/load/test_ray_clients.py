@@ -3,7 +3,6 @@ nodes on loopback (tests/ray_cluster.py); bench through Ray against real vLLM-CP
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -11,19 +10,16 @@ from pathlib import Path
 
 import pytest
 from tests.clirun import invoke
+from tests.pooled import level_with_a_kill
 from tests.ray_cluster import RayCluster
 
 from seatrial.hw.fleet import fleet_verdicts, run_hw_ray
 from seatrial.hw.models import HwConfig
-from seatrial.load.bench import measure_level, new_http, open_session
-from seatrial.load.config import BenchConfig
 from seatrial.load.metrics import level_metrics
 from seatrial.load.pools import RayPool
 from seatrial.load.records import RequestRecord
-from seatrial.load.scheduler import LevelPlan
 from seatrial.runs import read_jsonl
 from seatrial.server.engine import LocalEngine
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
 
 
 def test_ray_listens_on_loopback_only(ray_cluster: RayCluster) -> None:
@@ -56,29 +52,11 @@ def test_bench_over_ray_clients_against_real_vllm(
 
 
 def test_a_killed_client_actor_leaves_failed_records_not_a_hang(ray_cluster: RayCluster) -> None:
-    with ThreadedServer(SyntheticConfig(itl_s=0.02, ttft_s=0.005)) as slow:
-        cfg = BenchConfig.model_validate({"target": {"url": slow.url}, "workload": {"input_len": 8, "output_len": 40},
-                                          "load": {"concurrency": [4], "requests": 16, "warmup": 0, "max_lag_ms": 500}})  # fmt: skip
-        pool = RayPool(ray_cluster.address, 2)
-
-        async def run() -> object:
-            async with new_http(60, 30) as http:
-                session = await open_session(cfg, http)
-                level = asyncio.create_task(
-                    measure_level(session, cfg, LevelPlan(4), 0, None, _Quiet(), pool)
-                )
-                await asyncio.sleep(2.0)
-                pool.kill(1)
-                return await asyncio.wait_for(level, 90)
-
-        try:
-            outcome = asyncio.run(run())
-        finally:
-            pool.close()
-    records = outcome.records  # type: ignore[attr-defined]
+    outcome = level_with_a_kill(RayPool(ray_cluster.address, 2), 1, 2.0, 90)
+    records = outcome.records
     failed = [r for r in records if not r.ok]
     assert len(records) == 16 and failed and all(r.worker == 1 and "died" in (r.error or "") for r in failed)
-    assert not outcome.summary["valid"]  # type: ignore[attr-defined]
+    assert not outcome.summary["valid"]
 
 
 def test_hw_over_ray_lists_every_node(ray_cluster: RayCluster, tmp_path: Path) -> None:
@@ -130,9 +108,3 @@ def test_ray_without_the_extra_is_a_clear_error() -> None:
             "import seatrial.cli.app as a; a.main()")  # fmt: skip
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "pip install 'seatrial[ray]'" in proc.stderr
-
-
-class _Quiet:
-    def level_start(self, label: str, total: int) -> None: ...
-    def record(self, rec: RequestRecord) -> None: ...
-    def level_end(self, summary: dict[str, object]) -> None: ...

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 from tests.clirun import invoke
+from tests.pooled import level_with_a_kill
 
-from seatrial.load.bench import measure_level, new_http, open_session
-from seatrial.load.config import BenchConfig
 from seatrial.load.distributed import Clock, Merge, split
 from seatrial.load.metrics import level_metrics
 from seatrial.load.pools import ProcessPool
@@ -72,27 +71,9 @@ def test_two_workers_pool_their_records_into_one_level(server: ThreadedServer, t
 
 
 def test_a_worker_that_dies_leaves_failed_records_and_the_level_goes_on(tmp_path: Path) -> None:
-    with ThreadedServer(SyntheticConfig(itl_s=0.02, ttft_s=0.005)) as slow:
-        cfg = BenchConfig.model_validate({"target": {"url": slow.url}, "workload": {"input_len": 8, "output_len": 40},
-                                          "load": {"concurrency": [4], "requests": 16, "warmup": 0, "max_lag_ms": 500}})  # fmt: skip
-        pool = ProcessPool(2)
-
-        async def run() -> object:
-            async with new_http(60, 30) as http:
-                session = await open_session(cfg, http)
-                level = asyncio.create_task(
-                    measure_level(session, cfg, LevelPlan(4), 0, None, _Quiet(), pool)
-                )
-                await asyncio.sleep(1.5)  # both workers are streaming by now
-                pool.kill(1)
-                return await asyncio.wait_for(level, 60)
-
-        try:
-            outcome = asyncio.run(run())
-        finally:
-            pool.close()
-    summary = outcome.summary  # type: ignore[attr-defined]
-    records = outcome.records  # type: ignore[attr-defined]
+    outcome = level_with_a_kill(ProcessPool(2), 1, 1.5, 60)  # both workers are streaming by 1.5 s
+    summary = outcome.summary
+    records = outcome.records
     failed = [r for r in records if not r.ok]
     assert (
         len(records) == 16
@@ -101,12 +82,6 @@ def test_a_worker_that_dies_leaves_failed_records_and_the_level_goes_on(tmp_path
     )
     assert all(r.ok for r in records if r.worker == 0)
     assert not summary["valid"] and any("client worker 1 died" in n for n in summary["notes"])
-
-
-class _Quiet:
-    def level_start(self, label: str, total: int) -> None: ...
-    def record(self, rec: RequestRecord) -> None: ...
-    def level_end(self, summary: dict[str, object]) -> None: ...
 
 
 def test_accept_levels_share_the_workers(server: ThreadedServer, tmp_path: Path) -> None:

@@ -185,30 +185,21 @@ def doctor_ray(
 ) -> dict[str, Any]:
     """The probe on every alive node of a Ray cluster (a task pinned to each), compared like SSH nodes."""
     from seatrial.errors import ServerError
-    from seatrial.load.pools import connect_ray
+    from seatrial.raycluster import alive_nodes, on_each_node
 
-    ray = connect_ray(address)
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    alive = [n for n in ray.nodes() if n["Alive"]]
+    alive = alive_nodes(address)
     if len(alive) < 2:
         raise ConfigError(f"--ray {address}: {len(alive)} alive node; doctor compares two or more")
-    task = ray.remote(_probe_here)
-    refs = []
-    for n in alive:
+
+    def args_of(n: dict[str, Any]) -> tuple[Any, ...]:
         node = Node(n["NodeID"], Place(None, model_dir or ""))
-        args = probe_args(node, files or [], image, env_prefixes or list(DEFAULT_PREFIXES))
-        strategy = NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
-        refs.append(
-            task.options(scheduling_strategy=strategy, num_cpus=0, max_retries=0).remote(args, python)
-        )
+        return probe_args(node, files or [], image, env_prefixes or list(DEFAULT_PREFIXES)), python
+
     prints = {}
-    for n, ref in zip(alive, refs, strict=True):
-        try:
-            got = ray.get(ref, timeout=600)
-        except Exception as exc:
+    for n, got, why in on_each_node(alive, _probe_here, args_of, 600):
+        if got is None:
             raise ServerError(
-                f"Ray node {n['NodeID'][:12]} ({n['NodeManagerAddress']}) did not answer: {exc}"
-            ) from None
+                f"Ray node {n['NodeID'][:12]} ({n['NodeManagerAddress']}) did not answer: {why}"
+            )
         prints[f"{got['hostname']} {n['NodeManagerAddress']} {n['NodeID'][:8]}"] = got["fingerprint"]
     return summarize(prints)

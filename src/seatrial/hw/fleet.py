@@ -83,33 +83,21 @@ def pick_nodes(alive: list[dict[str, Any]], wanted: str) -> list[dict[str, Any]]
 def run_hw_ray(address: str, cfg: HwConfig, nodes: str = "all", margin: float = 0.10,
                timeout_s: float | None = None) -> dict[str, Any]:  # fmt: skip
     """Every chosen node's sheet and the fleet view (see the module docstring)."""
-    from seatrial.load.pools import connect_ray
+    from seatrial.raycluster import alive_nodes, on_each_node
 
-    ray = connect_ray(address)
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    alive = [n for n in ray.nodes() if n["Alive"]]
-    chosen = pick_nodes(alive, nodes)
-    task = ray.remote(_on_node)
-    refs = {}
-    for n in chosen:
-        gpus = n["Resources"].get("GPU", 0)
-        refs[n["NodeID"]] = task.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False), num_cpus=0, num_gpus=gpus,
-            max_retries=0,
-        ).remote(cfg.model_dump(mode="json"))  # fmt: skip
+    chosen = pick_nodes(alive_nodes(address), nodes)
     limit = timeout_s or 600 + 12 * cfg.duration_s
     out = []
-    for n in chosen:
+    for n, got, why in on_each_node(
+        chosen, _on_node, lambda n: (cfg.model_dump(mode="json"),), limit, gpus=True
+    ):
         entry: dict[str, Any] = {"node": n["NodeID"], "address": n["NodeManagerAddress"],
                                  "hostname": n.get("NodeManagerHostname")}  # fmt: skip
-        try:
-            got = ray.get(refs[n["NodeID"]], timeout=limit)
+        if got is not None:
             entry |= {"hostname": got["hostname"], **got["sheet"]}
-        except Exception as exc:  # a node that does not answer is UNAVAILABLE, not a crash
-            why = f"node did not answer: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        else:  # a node that does not answer is UNAVAILABLE, not a crash
             entry |= {"gpus": [], "trials": [TrialResult(name="node", node=n["NodeID"], verdict=Verdict.UNAVAILABLE,
-                                                          reasons=[why]).to_json()]}  # fmt: skip
+                                                          reasons=[f"node did not answer: {why}"]).to_json()]}  # fmt: skip
         for t in entry["trials"]:
             t["node"] = n["NodeID"]
         out.append(entry)

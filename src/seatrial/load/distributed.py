@@ -147,7 +147,6 @@ class Merge:
         d._events = self.events
         sends = [r.send_ns for r in self.records if r.error is None or "died" not in (r.error or "")]
         d.dispatched = len(self.records)
-        d.started_ns = self.start_perf_ns
         if sends:
             d.close(max(sends))
         return d

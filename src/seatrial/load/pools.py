@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from seatrial.errors import ConfigError
 from seatrial.load.distributed import READY_TIMEOUT_S, Clock, best_offset
+from seatrial.raycluster import connect_ray
 
 OnRecord = Callable[[int, dict[str, Any]], None]
 #: called once every worker of the level is ready (or gone): sets the common start, returns it (wall ns)
@@ -34,6 +35,9 @@ class Pool(Protocol):
     ) -> dict[int, dict[str, Any] | str]:
         """Each share on its worker, started together once all are ready; per worker its stats, or why
         it died."""
+
+    def kill(self, worker: int) -> None:
+        """Kill one worker (tests: a client that dies mid-level)."""
 
     def close(self) -> None: ...
 
@@ -190,30 +194,6 @@ class ProcessPool:
             if p.is_alive():
                 p.kill()
                 p.join()
-
-
-def _ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("--ray needs Ray: pip install 'seatrial[ray]'") from None
-    return ray
-
-
-def connect_ray(address: str) -> Any:
-    """Join the Ray cluster at ``address`` (already joined: reuse it). A loopback address keeps Ray on
-    loopback (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read when Ray is first imported)."""
-    if address.split(":")[0] in ("127.0.0.1", "localhost"):
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    ray = _ray()
-    if not ray.is_initialized():
-        try:
-            ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            from seatrial.errors import ServerError
-
-            raise ServerError(f"--ray {address}: cannot join the Ray cluster: {exc}") from None
-    return ray
 
 
 def _actor_class(ray: Any) -> Any:

@@ -31,7 +31,6 @@ class Delivery:
     mean_in_flight: float = 0.0
     dispatched: int = 0
     in_flight: int = 0  # requests in flight now (read by the /metrics scraper)
-    started_ns: int = 0  # the level's clock start (perf_counter_ns), against which scheduled/sent_ms count
     scheduled_rate: float | None = None  # open loop: arrivals per second of the schedule itself
     achieved_rate: float | None = None  # open loop: arrivals per second actually sent
     _events: list[tuple[int, int]] = field(default_factory=list, repr=False)
@@ -144,7 +143,6 @@ async def _run(
         await _open_loop(len(specs), plan, t0, one)
         delivery.scheduled_rate, delivery.achieved_rate = arrival_rates(records)
     delivery.dispatched = len(records)
-    delivery.started_ns = t0
     delivery.close(last_dispatch[0])
     return records, delivery
 

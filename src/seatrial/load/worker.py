@@ -55,9 +55,5 @@ async def run_share(share: dict[str, Any], emit: Emit, ready: Ready) -> dict[str
                 )
             cpu = time.process_time() - cpu
     return {"worker": share["worker"], "requests": len(records), "events": delivery._events, "cpu_s": cpu,
-            "mono_to_wall_ns": mono_to_wall, "started_ns": delivery.started_ns, "loop_lag": lag.summary(), "late_ms": lag.late_ms,
+            "mono_to_wall_ns": mono_to_wall, "loop_lag": lag.summary(), "late_ms": lag.late_ms,
             "start_late_ms": max(0.0, -delay * 1000)}  # fmt: skip
-
-
-def now_ns() -> int:
-    return time.time_ns()
