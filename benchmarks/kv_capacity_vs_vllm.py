@@ -123,12 +123,22 @@ def vllm_capacity(
         "--port",
         str(port),
     ]
+    lines, failed = engine_lines(cmd, env, timeout_s)
+    if failed:
+        return failed
+    match = next(m for ln in lines if (m := LINE.search(ln)))
+    return int(match.group(1).replace(",", "")), float(match.group(3))
+
+
+def engine_lines(cmd: list[str], env: dict[str, str], timeout_s: float) -> tuple[list[str], str | None]:
+    """Run an engine command until it logs its KV capacity (then stop it); every line it printed, and why it
+    failed (exited, timed out) or None."""
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True
     )
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_pump, args=(proc, lines), daemon=True).start()
-    deadline, tail = time.monotonic() + timeout_s, []
+    deadline, seen = time.monotonic() + timeout_s, []
     try:
         while (left := deadline - time.monotonic()) > 0:
             try:
@@ -136,12 +146,11 @@ def vllm_capacity(
             except queue.Empty:
                 break
             if line is None:
-                return "exited: " + " | ".join(t[-160:] for t in tail[-3:])
-            tail = [*tail, line.rstrip()][-8:]
-            match = LINE.search(line)
-            if match:
-                return int(match.group(1).replace(",", "")), float(match.group(3))
-        return f"timeout after {timeout_s:.0f} s"
+                return seen, "exited: " + " | ".join(t[-160:] for t in seen[-3:])
+            seen.append(line.rstrip())
+            if LINE.search(line):
+                return seen, None
+        return seen, f"timeout after {timeout_s:.0f} s"
     finally:
         _stop(proc)
 

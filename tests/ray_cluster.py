@@ -1,5 +1,5 @@
-"""A real local Ray cluster for tests: two nodes on this machine (a head, and a client node offering
-the ``seatrial_client`` resource), on the loopback address only, shut down by the tests themselves (by
+"""A real local Ray cluster for tests: two nodes on this machine (a head offering ``seatrial_gpu``, and a
+client node offering the ``seatrial_client`` resource), on the loopback address only, shut down by the tests themselves (by
 its handle, then any process of its own that is left, by pid)."""
 
 from __future__ import annotations
@@ -108,7 +108,8 @@ def start_cluster() -> RayCluster:
     import ray
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    # the head offers seatrial_gpu (bench's GPU telemetry reaches it through an actor; it has no NVML here)
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"seatrial_gpu": 1}})
     client = cluster.add_node(num_cpus=1, resources={"seatrial_client": 2})
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)

@@ -20,8 +20,8 @@ from typing import Any
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
 from seatrial.report.html import write_report
-from seatrial.runs import RunFolder, judge_run, read_jsonl, write_redacted
-from seatrial.server.engine import EngineSpec, LocalEngine, make_tiny_model
+from seatrial.runs import RunFolder, judge_run, read_jsonl, record, write_redacted
+from seatrial.server.engine import SERVE_NICE, EngineSpec, LocalEngine, make_tiny_model
 
 KV_CACHE_GIB = 1.0  # VLLM_CPU_KVCACHE_SPACE for the demo engine, and the plan's --kv-cache-gib
 GUARD_LINE_GIB = 1.0  # MemAvailable protection line of the demo's guard
@@ -106,10 +106,9 @@ def step_sync(ctx: DemoContext) -> dict[str, Any]:
     summary = sync(
         ctx.out / "tiny-model-embed-fp8", [str(ctx.out / "node-b" / "tiny-model-embed-fp8")], verify="full"
     )
-    d = summary["destinations"][0]
-    ctx.log(f"   -> {d['dest']}: {'identical' if d['ok'] else d.get('error') or d.get('differences')}")
-    keep = {k: summary[k] for k in ("src", "verify", "plan", "destinations", "ok")}
-    return {"sync": keep, "sync_ok": summary["ok"]}
+    d = summary.destinations[0]
+    ctx.log(f"   -> {d.dest}: {'identical' if d.ok else d.error or d.differences}")
+    return {"sync": summary.to_json(), "sync_ok": summary.ok}
 
 
 def step_doctor(ctx: DemoContext) -> dict[str, Any]:
@@ -119,8 +118,8 @@ def step_doctor(ctx: DemoContext) -> dict[str, Any]:
     model = "tiny-model-embed-fp8"
     nodes = [f"local:{ctx.out / model}", f"local:{ctx.out / 'node-b' / model}"]
     summary = doctor(nodes)
-    ctx.log(f"   {len(summary['items'])} items compared; passed: {summary['passed']}")
-    return {"doctor": summary}
+    ctx.log(f"   {len(summary.items)} items compared; passed: {summary.passed}")
+    return {"doctor": summary.to_json()}
 
 
 def step_hw(ctx: DemoContext) -> dict[str, Any]:
@@ -143,7 +142,7 @@ def step_bench(ctx: DemoContext) -> dict[str, Any]:
     with RunFolder(ctx.out / "bench", "bench", cfg.model_dump(mode="json")) as folder:
         summary = asyncio.run(run_bench(cfg, folder))
     write_report(ctx.out / "bench")
-    return summary
+    return summary.to_json()
 
 
 def step_accept(ctx: DemoContext) -> dict[str, Any]:
@@ -157,15 +156,48 @@ def step_accept(ctx: DemoContext) -> dict[str, Any]:
     return {k: summary[k] for k in keep if k in summary}
 
 
+#: The demo's capacity question: a request may wait about half a request of the C=1 bench level for a slot
+#: (an SLO the tiny server meets at a few requests per second on any machine), at an example GPU price.
+DEMO_GPU_HOUR_USD, DEMO_TARGET_RATE = 2.0, 20.0
+
+
+def step_capacity(ctx: DemoContext) -> dict[str, Any]:
+    """The highest rate whose TTFT attainment's lower bound holds 80%, its cost line and the production
+    profile for a peak of 20 req/s (one replica is one "GPU" at an example price)."""
+    from seatrial.capacity.config import CapacityConfig
+    from seatrial.capacity.run import run_capacity
+
+    c1 = (ctx.results.get("bench") or {}).get("levels", [{}])[0]
+    ttft, e2e = (c1.get("ttft_ms") or {}).get("p50"), (c1.get("e2e_ms") or {}).get("p50")
+    bound = round(ttft + 0.5 * e2e) if ttft and e2e else 1000
+    cfg = BenchConfig.model_validate(
+        {"target": {"url": ctx.url}, "workload": {"name": "random", "input_len": 64, "output_len": 16},
+         "load": {"warmup": 2, "max_lag_ms": 1000.0}}
+    )  # fmt: skip
+    ccfg = CapacityConfig(slo={"ttft_ms": bound}, attainment=0.8, confidence=0.9, start=2, precision=0.5,
+                          probe_requests=30, max_probe_requests=60, gpus=1, gpu_hour_usd=DEMO_GPU_HOUR_USD,
+                          target_rate=DEMO_TARGET_RATE)  # fmt: skip
+    out = ctx.out / "capacity"
+    config = {"bench": cfg.model_dump(mode="json"), "capacity": ccfg.model_dump(mode="json")}
+    with RunFolder(out, "capacity", config) as folder:
+        summary = asyncio.run(run_capacity(cfg, ccfg, folder, log=lambda m: ctx.log(f"   {m}")))
+    write_report(out)
+    from seatrial.runs.capacity import capacity_line
+
+    ctx.log(f"   {capacity_line(summary)}")
+    return {"capacity": summary.to_json()}
+
+
 def experiment_plan(ctx: DemoContext) -> dict[str, Any]:
     """max-num-seqs 2 against 8 on the demo's model, 2 fresh starts each, decided on output tok/s at C=8."""
-    from seatrial.server.engine import engine_python
+    from seatrial.server.engine import FAST_START, engine_python
 
     serve = [str(engine_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", str(ctx.model_dir),
              "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "{port}", "--max-model-len", "1024",
-             "--enforce-eager"]  # fmt: skip
+             *FAST_START]  # fmt: skip
     return {
-        "serve": {"command": serve, "env": {"VLLM_CPU_KVCACHE_SPACE": f"{KV_CACHE_GIB:g}"}, "stop_grace_s": 30},
+        "serve": {"command": serve, "env": {"VLLM_CPU_KVCACHE_SPACE": f"{KV_CACHE_GIB:g}"}, "stop_grace_s": 30,
+                  "nice": SERVE_NICE},
         "baseline": {"name": "seqs-2", "args": ["--max-num-seqs", "2"]},
         "treatments": [{"name": "seqs-8", "args": ["--max-num-seqs", "8"]}],
         "workload": {"model": "tiny", "workload": "random", "input_len": 64, "output_len": 32, "concurrency": [8],
@@ -184,14 +216,12 @@ def step_experiment(ctx: DemoContext) -> dict[str, Any]:
     check_single_variable(plan)
     summary = run_experiment(plan, ctx.out / "experiment", log=lambda m: ctx.log(f"   {m}"))
     write_report(ctx.out / "experiment")
-    for d in summary["decisions"]:
-        lo, hi = d["ci_pct"]
-        ctx.log(
-            f"   {d['treatment']} ({d['profile']}): {d['verdict']}, gain {d['gain_pct']:+.1f}% [{lo}, {hi}]"
-        )
-    return {
-        "experiment": {k: summary[k] for k in ("settings", "decisions", "failed_settings", "invalid_levels")}
-    }
+    from seatrial.runs.levels import num
+
+    for d in summary.decisions:
+        lo, hi = (num(v, "{:+.1f}") for v in d.ci_pct)
+        ctx.log(f"   {d.treatment} ({d.profile}): {d.verdict}, gain {num(d.gain_pct, '{:+.1f}')}% [{lo}, {hi}]")
+    return {"experiment": summary.to_json()}
 
 
 OFFLINE_STEPS: list[tuple[str, Step]] = [
@@ -202,7 +232,7 @@ OFFLINE_STEPS: list[tuple[str, Step]] = [
     ("doctor", step_doctor),
     ("hw", step_hw),
 ]
-SERVER_STEPS: list[tuple[str, Step]] = [("bench", step_bench), ("accept", step_accept)]
+SERVER_STEPS: list[tuple[str, Step]] = [("bench", step_bench), ("accept", step_accept), ("capacity", step_capacity)]
 AFTER_STEPS: list[tuple[str, Step]] = [("experiment", step_experiment)]
 
 
@@ -246,6 +276,11 @@ def step_verdicts(result: dict[str, Any]) -> dict[str, Any]:
         return {"decisions": "; ".join(words)}
     if "sync" in result:
         return {"verified": result["sync_ok"]}
+    if "capacity" in result:
+        from seatrial.runs.capacity import capacity_line
+        from seatrial.runs.summaries.capacity import CapacitySummary
+
+        return {"capacity": capacity_line(CapacitySummary.model_validate(result["capacity"]))}
     if "levels" in result:
         valid = sum(lv["valid"] for lv in result["levels"])
         return {"valid_levels": f"{valid} of {len(result['levels'])}"}
@@ -288,6 +323,7 @@ def run_demo(
         kv_cache_gib=KV_CACHE_GIB,
         dummy_weights=False,
         wrapper=guard_wrapper(out),
+        serve_nice=SERVE_NICE,
     )
     with LocalEngine(spec, out / "vllm.log") as engine:
         ctx.url = engine.url
@@ -296,7 +332,6 @@ def run_demo(
         _run_steps(ctx, online, summary)
     summary["guard"] = {"history": read_jsonl(out / "guard-history.jsonl")}
     _run_steps(ctx, after, summary)
-    with RunFolder(out, "demo", {"out": str(out)}, requests=False) as folder:
-        folder.write_summary(summary)
+    record(out, "demo", {"out": str(out)}, summary)
     write_report(out)
     return summary

@@ -14,6 +14,9 @@ A failed *request* is never an exception: it is a record with its error.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+
 
 class SeatrialError(Exception):
     """Base of every error seatrial raises on purpose."""
@@ -51,3 +54,34 @@ class GuardError(SeatrialError):
 
 class RunInterrupted(SeatrialError):
     exit_code = 130
+
+
+def validation_message(exc: Exception, where: str = "", label: Callable[[str], str] | None = None) -> str:
+    """A pydantic ValidationError in one line, ``where: field.path: message; ...``; ``label`` names a
+    field as the user wrote it (a flag, ``--health-url`` for ``health.url``)."""
+    errors = exc.errors() if hasattr(exc, "errors") else []
+    parts = []
+    for err in errors:
+        loc = ".".join(str(p) for p in err["loc"]) or "value"
+        parts.append(f"{label(loc) if label else loc}: {str(err['msg']).removeprefix('Value error, ')}")
+    msgs = "; ".join(parts) or str(exc)
+    return f"{where}: {msgs}" if where else msgs
+
+
+def as_flag(loc: str) -> str:
+    """``max_model_len`` -> ``--max-model-len``: a field named as its command-line flag."""
+    return "--" + loc.replace("_", "-")
+
+
+@contextlib.contextmanager
+def config_errors(
+    where: str = "", label: Callable[[str], str] | None = None, error: type[SeatrialError] = ConfigError
+) -> Iterator[None]:
+    """Turn a pydantic ValidationError raised inside into ``error`` (ConfigError, exit 2) with
+    :func:`validation_message`: the one translation of bad settings into a clear line."""
+    from pydantic import ValidationError
+
+    try:
+        yield
+    except ValidationError as exc:
+        raise error(validation_message(exc, where, label)) from None

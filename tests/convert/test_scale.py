@@ -101,3 +101,36 @@ def test_restore_bf16_matches_torch_row_and_tensor_scale() -> None:
     assert np.array_equal(ours_row, ref_row)
     ref_tensor = (fp8.float() * 0.0078125).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
     assert np.array_equal(restore_bf16(codes, np.array([[0.0078125]], dtype=np.float32)), ref_tensor)
+
+
+def test_narrowing_to_fp8_and_bf16_matches_torch_beyond_the_bf16_patterns() -> None:
+    """float32 inputs that are not BF16 values: halfway points (ties to even), subnormals, signs, NaN."""
+    from seatrial.checkpoint.convert.scale import FP8_VALUES, bf16_bits, fp8_codes
+
+    rng = np.random.default_rng(3)
+    finite = FP8_VALUES[np.isfinite(FP8_VALUES)]
+    grid = np.sort(np.unique(finite))
+    mids = ((grid[1:] + grid[:-1]) / 2).astype(np.float32)  # exact ties between neighbouring codes
+    x = np.concatenate([mids, -mids, rng.standard_normal(50_000).astype(np.float32) * 30,
+                        rng.standard_normal(5_000).astype(np.float32) * 1e-3, np.float32([0.0, -0.0, np.nan])])  # fmt: skip
+    x = np.clip(x, -448, 448)
+    t = torch.from_numpy(x)
+    assert np.array_equal(fp8_codes(x), t.to(torch.float8_e4m3fn).view(torch.uint8).numpy())
+    wide = np.concatenate([x, rng.standard_normal(50_000).astype(np.float32) * 1e30, np.float32([np.inf, -np.inf])])
+    ref = torch.from_numpy(wide).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    ours = bf16_bits(wide)
+    nan = np.isnan(wide)
+    assert np.array_equal(ours[~nan], ref[~nan]) and np.isnan(to_f32(ours[nan])).all()
+
+
+def to_f32(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def test_convert_loads_no_float8_library() -> None:
+    """The scale rule and FP8 decoding need no ml_dtypes (1 s of import): convert starts without it."""
+    import subprocess
+    import sys
+
+    code = "import sys, seatrial.checkpoint.convert, seatrial.cli.convert; print('ml_dtypes' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

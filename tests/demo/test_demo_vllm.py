@@ -33,6 +33,7 @@ def test_demo_runs_every_step_and_plan_matches_vllm(tiny_model: Path, tmp_path: 
         "hw",
         "bench",
         "accept",
+        "capacity",
         "experiment",
     ]
     assert all(s["ok"] for s in steps.values()), steps
@@ -40,6 +41,11 @@ def test_demo_runs_every_step_and_plan_matches_vllm(tiny_model: Path, tmp_path: 
     assert steps["hw"]["verdicts"] == {"UNAVAILABLE": 13} and steps["hw"]["passed"] is False
     assert steps["accept"]["verdicts"] == summary["counts"] and steps["sync"]["verified"] is True
     assert steps["doctor"]["passed"] is True and "seqs-8 batch:" in steps["experiment"]["decisions"]
+    # the tiny server's capacity at a stated SLO, its cost line and a production profile (issue 23)
+    cap = summary["capacity"]
+    assert cap["capacity"]["found"] and cap["capacity"]["rate_req_s"] > 0 and "capacity" in steps["capacity"]["capacity"]
+    assert cap["cost"]["usd_per_1m_output_tokens"] > 0 and cap["profile"]["replicas"] >= 1
+    assert cap["profile"]["target_rate_req_s"] == 20.0 and cap["capacity"]["slo"]["ttft_ms"] > 0
     # the plan's KV capacity is what vLLM itself printed at start-up
     line = summary["engine"]["kv_cache_line"]
     vllm_tokens = int(re.search(r"KV cache size: ([\d,]+) tokens", line).group(1).replace(",", ""))
@@ -69,3 +75,4 @@ def test_demo_runs_every_step_and_plan_matches_vllm(tiny_model: Path, tmp_path: 
     page = (out / "report.html").read_text()
     assert "Load levels" in page and "Acceptance trials" in page and "Hardware" in page
     assert "Experiment" in page and "Decisions" in page and "Sync" in page and "Doctor" in page
+    assert "Production profile" in page and "SLO attainment against load" in page

@@ -47,7 +47,11 @@ def runs(
     }
 
 
-def test_a_faster_server_is_improved_level_by_level(runs: dict[str, Path], tmp_path: Path) -> None:
+def test_single_runs_never_claim_an_effect_but_show_their_within_run_interval(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """One start per side: a server 3x faster is still INCONCLUSIVE, since start-to-start variation is
+    unknown; the requests' own interval is shown, labelled within run (issue 22 item 4)."""
     result = invoke(["compare", str(runs["slow"]), str(runs["fast"]), "--json", str(tmp_path / "c.json"),
                      "--out", str(tmp_path / "out")])  # fmt: skip
     assert result.code == 0, result.output
@@ -58,27 +62,31 @@ def test_a_faster_server_is_improved_level_by_level(runs: dict[str, Path], tmp_p
     assert [c["level"] for c in summary["comparisons"]] == ["C=1", "C=4"]
     for c in summary["comparisons"]:
         m = {x["metric"]: x for x in c["metrics"]}
-        assert m["tpot_ms.p50"]["verdict"] == "IMPROVED" and m["tpot_ms.p50"]["ratio"] < 0.5
-        assert (
-            m["ttft_ms.p50"]["verdict"] == "IMPROVED" and m["tpot_ms.p50"]["method"] == "bootstrap-requests"
-        )
-        # one run each: throughput has no interval, so it is never called improved on a point estimate
-        assert m["output_tok_s"]["verdict"] == "INCONCLUSIVE" and m["output_tok_s"]["ratio"] > 1.5
+        for x in m.values():
+            assert x["verdict"] == "INCONCLUSIVE" and x["starts"] == [1, 1]
+            assert "one start per side: start-to-start variation unknown" in x["reasons"]
+        tpot = m["tpot_ms.p50"]
+        assert tpot["method"] == "bootstrap-requests-within-run" and tpot["interval"] == "within run"
+        assert tpot["ratio"] < 0.5 and tpot["ci_pct"][0] > 50  # the requests alone: clearly faster
+        itl = m["itl_ms.p99"]  # requests resampled with their gaps together
+        assert itl["method"] == "bootstrap-requests-within-run" and itl["pooled_n"][0] == 24 * 11
+        # throughput: one value each, no interval of any kind
+        tok = m["output_tok_s"]
+        assert tok["ci_pct"] == [None, None] and tok["interval"] is None and tok["ratio"] > 1.5
     back = invoke(["compare", str(runs["fast"]), str(runs["slow"])])
-    assert "REGRESSED" in back.output
+    assert "REGRESSED" not in back.output and "IMPROVED" not in back.output
     page = (tmp_path / "out" / "report.html").read_text()
-    assert "Comparison" in page and "IMPROVED" in page and "<svg" in page
+    assert "Comparison" in page and "one start per side" in page and "<th>method</th>" in page
+    assert "within run" in page and "<svg" in page
 
 
 def test_a_run_compared_with_itself_has_no_effect(runs: dict[str, Path]) -> None:
     from seatrial.experiment.compare import compare
 
     summary = compare([str(runs["fast"]), str(runs["fast"])])
-    for c in summary["comparisons"]:
-        for m in c["metrics"]:
-            assert m["verdict"] in ("NO_EFFECT", "INCONCLUSIVE") and (m["gain_pct"] or 0.0) == pytest.approx(
-                0.0
-            )
+    for c in summary.comparisons:
+        for m in c.metrics:
+            assert m.verdict == "INCONCLUSIVE" and (m.gain_pct or 0.0) == pytest.approx(0.0)
 
 
 def test_runs_of_different_workloads_are_refused_with_the_reason(runs: dict[str, Path]) -> None:
@@ -90,20 +98,50 @@ def test_runs_of_different_workloads_are_refused_with_the_reason(runs: dict[str,
     assert result.code == 2 and "not a seatrial run folder" in result.output
 
 
-def test_two_deployments_give_the_per_phase_table_and_the_split(
-    runs: dict[str, Path], tmp_path: Path
+def test_two_deployments_give_the_per_phase_table_with_intervals_and_refuse_the_split(
+    servers: tuple[ThreadedServer, ThreadedServer], runs: dict[str, Path], tmp_path: Path
 ) -> None:
-    args = ["compare", f"fast={runs['fast-prefill']}", f"fast={runs['fast-decode']}", f"slow={runs['slow-prefill']}",
-            f"slow={runs['slow-decode']}", "--json", str(tmp_path / "d.json"), "--out", str(tmp_path / "out")]  # fmt: skip
+    """Issue 23: two deployments differ in precision and topology at once, so their gap is not split;
+    each phase's ratio is paired by level with its interval over starts (two runs of a kind: two starts)."""
+    fast, slow = servers
+    again = {"fd2": bench(fast.url, tmp_path / "fd2", "decode", 4, 16), "sd2": bench(slow.url, tmp_path / "sd2", "decode", 4, 16)}
+    args = ["compare", f"fast={runs['fast-prefill']}", f"fast={runs['fast-decode']}", f"fast={again['fd2']}",
+            f"slow={runs['slow-prefill']}", f"slow={runs['slow-decode']}", f"slow={again['sd2']}",
+            "--json", str(tmp_path / "d.json"), "--out", str(tmp_path / "out")]  # fmt: skip
     result = invoke(args)
     assert result.code == 0, result.output
     dep = json.loads((tmp_path / "d.json").read_text())["deployment"]
-    assert dep["names"] == ["fast", "slow"] and dep["estimate"] is True
+    assert dep["names"] == ["fast", "slow"] and dep["design"] == "pair" and dep["split"] is None
+    assert "confounded" in dep["confounded"]
     kinds = {(p["workload"], p["level"]) for p in dep["phases"]}
     assert kinds == {("prefill", "C=1"), ("prefill", "C=4"), ("decode", "C=1"), ("decode", "C=4")}
-    # decode TPOT: 6 ms against 2 ms per token, the precision share about 3x
-    assert dep["precision_share"] == pytest.approx(3.0, rel=0.35)
-    for s in dep["split"]:
-        assert s["topology_share"] == pytest.approx(s["prefill_ratio"] / s["precision_share"])
+    for p in dep["phases"]:
+        if p["workload"] == "decode":  # 6 ms against 2 ms per token: 3x, with its interval from 2+2 starts
+            cell = p["decode_speed"]
+            assert cell["starts"] == [2, 2] and cell["ci"][0] < cell["ratio"] < cell["ci"][1]
+            assert cell["ratio"] == pytest.approx(3.0, rel=0.35)
+        else:  # one start each: a ratio, no interval
+            assert p["prompt_tok_s"]["starts"] == [1, 1] and p["prompt_tok_s"]["ci"] == [None, None]
     page = (tmp_path / "out" / "report.html").read_text()
-    assert "Prefill gap split (an estimate)" in page and "precision share" in page
+    assert "how many times faster fast is than slow" in page and "confounded" in page
+
+
+def test_a_two_by_two_of_deployments_separates_precision_from_topology(tmp_path: Path) -> None:
+    """Precision halves the time per token (ITL 2 against 4 ms), topology multiplies it by 1.5: four servers,
+    two decode runs each; each factor's interval holds its truth and the interaction holds 1."""
+    itl = {"fp4@one": 0.002, "fp8@one": 0.004, "fp4@two": 0.003, "fp8@two": 0.006}
+    args = ["compare"]
+    for name, s in itl.items():
+        with ThreadedServer(SyntheticConfig(itl_s=s, ttft_s=0.004)) as srv:
+            for k in range(2):
+                args.append(f"{name}={bench(srv.url, tmp_path / f'{name}-{k}', 'decode', 4, 24)}")
+    result = invoke([*args, "--json", str(tmp_path / "f.json")])
+    assert result.code == 0, result.output
+    dep = json.loads((tmp_path / "f.json").read_text())["deployment"]
+    assert dep["design"] == "2x2" and dep["precisions"] == ["fp4", "fp8"] and dep["topologies"] == ["one", "two"]
+    truth = {"precision": 2.0, "topology": 1.5, "interaction": 1.0}
+    for row in dep["split"]:
+        lo, hi = row["ci"]
+        assert row["measure"] == "decode_speed" and lo is not None and lo * 0.9 <= truth[row["factor"]] <= hi * 1.1, row
+    bad = invoke(["compare", *args[1:4], f"odd={args[1].split('=', 1)[1]}"])
+    assert bad.code == 2 and "PRECISION@TOPOLOGY" in bad.output

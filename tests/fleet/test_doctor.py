@@ -98,9 +98,9 @@ def test_a_differing_nccl_variable_fails_naming_it(
 ) -> None:
     sshd, _ = node_b
     monkeypatch.setenv("NCCL_SOCKET_IFNAME", "lo")
-    monkeypatch.setenv("NCCL_IB_TOKEN", "do-not-leak")  # named like a secret: dropped on the node
+    monkeypatch.setenv("NCCL_IB_TOKEN", "do-not-leak")  # named like a secret: compared by SHA-256 only
     code, doc, out = doctor(sshd, *nodes, tmp_path)
-    assert code == 1 and list(failed(doc)) == ["env.NCCL_SOCKET_IFNAME"]
+    assert code == 1 and list(failed(doc)) == ["env.NCCL_IB_TOKEN", "env.NCCL_SOCKET_IFNAME"]
     assert (
         "lo" in failed(doc)["env.NCCL_SOCKET_IFNAME"][0]
         and "unset" in failed(doc)["env.NCCL_SOCKET_IFNAME"][0]
@@ -112,3 +112,105 @@ def test_an_unreachable_node_is_exit_4(nodes: tuple[Path, Path], node_b: tuple[S
     a, b = nodes
     result = invoke(["doctor", f"local:{a}", f"root@127.0.0.2:{b}", *node_b[0].flags()])
     assert result.code == 4 and "cannot be reached" in result.output
+
+
+def test_doctor_reads_the_files_not_the_note_sync_left(
+    node_b: tuple[Sshd, Path], nodes: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Issue 21 item 1: after a sync, a changed config, a deleted tokenizer and a deleted shard on a node
+    are found from its files, and named as changed since the sync."""
+    sshd, _ = node_b
+    a, b = nodes
+    assert invoke(["sync", str(a), f"{sshd.target}:{b}", *sshd.flags()]).code == 0
+    (b / "config.json").write_text((b / "config.json").read_text().replace("512", "513"))
+    (b / "tokenizer.json").unlink()
+    (b / "model-00003-of-00003.safetensors").unlink()
+    code, doc, out = doctor(sshd, a, b, tmp_path)
+    assert code == 1 and not doc["passed"], out
+    node = f"{sshd.target}:{b}"
+    assert set(failed(doc)["model.files"]) == {
+        f"model file config.json: differs on {node}",
+        f"model file tokenizer.json: missing on {node}",
+        f"model file model-00003-of-00003.safetensors: missing on {node}",
+    }
+    since = failed(doc)["model.since_sync"]
+    assert f"{node}: config.json: content differs (key hash) (changed since sync)" in since
+    assert f"{node}: tokenizer.json: missing (changed since sync)" in since
+    assert f"{node}: model-00003-of-00003.safetensors: missing (changed since sync)" in since
+    assert "changed since sync" in out
+
+
+def test_a_corrupt_sync_manifest_is_that_nodes_fail(
+    node_b: tuple[Sshd, Path], nodes: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Item 11: not an abort of the whole comparison."""
+    sshd, _ = node_b
+    a, b = nodes
+    (b / ".seatrial-manifest.json").write_text('{"files": {"config.json": ')
+    code, doc, out = doctor(sshd, a, b, tmp_path)
+    assert code == 1 and list(failed(doc)) == ["model.since_sync"], out
+    assert "sync manifest unusable" in failed(doc)["model.since_sync"][0]
+    assert {i["name"]: i["verdict"] for i in doc["items"]}["model.files"] == "PASS"
+
+
+def test_one_unreachable_node_fails_alone(
+    node_b: tuple[Sshd, Path], nodes: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Item 11: the reachable nodes are compared, their table and JSON written; exit 4."""
+    sshd, _ = node_b
+    a, b = nodes
+    gone = f"root@127.0.0.2:{b}"
+    result = invoke(["doctor", f"local:{a}", f"{sshd.target}:{b}", gone, *sshd.flags(), "--json", str(tmp_path / "d.json"),
+                     "--out", str(tmp_path / "run")])  # fmt: skip
+    assert result.code == 4, result.output
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert list(doc["unreachable"]) == [gone] and "cannot be reached" in doc["unreachable"][gone]
+    assert doc["passed"] is False and set(doc["fingerprints"]) == {f"local:{a}", f"{sshd.target}:{b}"}
+    names = {i["name"]: i["verdict"] for i in doc["items"]}
+    assert names["os"] == names["model.files"] == "PASS"
+    assert "reached" in result.output and (tmp_path / "run" / "report.html").exists()
+
+
+SECRETS = {
+    "NCCL_SOCKET_PSK": "psk-planted-0001",
+    "VLLM_AUTH": "auth-planted-0002",
+    "TORCH_PRIVATE_KEY_PEM": "pem-planted-0003",
+    "NCCL_DEBUG_SUBSYS": "Bearer tok-planted-0004",
+    "VLLM_ENDPOINT": "http://alice:pw-planted-0005@10.0.0.1:8000/v1",
+    "CUDA_CACHE_TAG": "3f" * 32,
+}
+
+
+def test_doctor_writes_and_prints_no_planted_value(
+    node_b: tuple[Sshd, Path], nodes: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 8: values compared by SHA-256; shown only where neither name nor shape looks secret."""
+    sshd, _ = node_b
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("NCCL_SOCKET_IFNAME", "lo")
+    code, doc, out = doctor(sshd, *nodes, tmp_path, "--out", str(tmp_path / "run"))
+    assert code == 1 and set(failed(doc)) == {f"env.{n}" for n in [*SECRETS, "NCCL_SOCKET_IFNAME"]}
+    written = out + "".join(
+        p.read_text() for p in tmp_path.rglob("*") if p.is_file() and p.suffix in (".json", ".html", ".txt")
+    )
+    for name, value in SECRETS.items():
+        secret = value.split()[-1].split("@")[0].split(":")[-1]
+        assert secret not in written, f"{name}'s value was written"
+    local = doc["fingerprints"][f"local:{nodes[0]}"]["env"]
+    assert local["NCCL_SOCKET_IFNAME"]["value"] == "lo"
+    assert all("value" not in local[n] and len(local[n]["sha256"]) == 64 for n in SECRETS)
+
+
+def test_a_node_file_name_that_is_not_utf8_is_named_escaped(
+    node_b: tuple[Sshd, Path], nodes: tuple[Path, Path], tmp_path: Path
+) -> None:
+    sshd, _ = node_b
+    a, b = nodes
+    with open(os.fsencode(b) + b"/tokenizer_caf\xe9.json", "wb") as fh:
+        fh.write(b"{}")
+    code, doc, out = doctor(sshd, a, b, tmp_path)
+    assert code == 1, out
+    assert failed(doc)["model.files"] == [
+        f"model file tokenizer_caf\\xe9.json: not on local:{a} on {sshd.target}:{b}"
+    ]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import save_file
-from tests.clirun import invoke
+from tests.clirun import ctrl_c_reaches, invoke
 from tests.fleet.sshd import Sshd
 
 from seatrial.fleet.probe import MANIFEST, PARTIAL_DIR
@@ -78,7 +78,7 @@ def test_a_killed_sync_resumes_to_an_identical_tree(sshd: Sshd, tmp_path: Path) 
     remote = tmp_path / "dst"
     cmd = [sys.executable, "-m", "seatrial.cli.app", "sync", str(src), f"{sshd.target}:{remote}", "--bwlimit", "8",
            *sshd.flags()]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=ctrl_c_reaches)
     partial = remote / PARTIAL_DIR
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(remote.glob(".model.safetensors.*")):

@@ -55,8 +55,11 @@ class FakeNvmlLib:
             "temp": 50,
             "hbm_temp": NVMLError_NotSupported,
             "power_mw": 613626,
+            "power_instant_mw": 620000,
+            "energy_mj": 5_000_000,
             "power_limit_mw": 700000,
             "util": 97,
+            "memory_used": 120 << 30,
             "clock_events": 0x4,
         }
         self.readings.update(overrides)
@@ -83,7 +86,7 @@ class FakeNvmlLib:
         return self._get("cc")
 
     def nvmlDeviceGetMemoryInfo(self, h: int) -> Any:
-        return SimpleNamespace(total=self._get("memory_total"))
+        return SimpleNamespace(total=self._get("memory_total"), used=self._get("memory_used"))
 
     def nvmlDeviceGetCurrPcieLinkGeneration(self, h: int) -> Any:
         return self._get("pcie_gen")
@@ -157,9 +160,12 @@ class FakeNvmlLib:
         return self._get("temp")
 
     def nvmlDeviceGetFieldValues(self, h: int, field_ids: list[int]) -> Any:
-        self._get("hbm_temp")
-        value = SimpleNamespace(uiVal=self.readings["hbm_temp"])
+        key = {82: "hbm_temp", 186: "power_instant_mw"}[field_ids[0]]
+        value = SimpleNamespace(uiVal=self._get(key))
         return [SimpleNamespace(nvmlReturn=0, valueType=1, value=value)]
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h: int) -> Any:
+        return self._get("energy_mj")
 
     def nvmlDeviceGetPowerUsage(self, h: int) -> Any:
         return self._get("power_mw")
@@ -168,7 +174,7 @@ class FakeNvmlLib:
         return self._get("power_limit_mw")
 
     def nvmlDeviceGetUtilizationRates(self, h: int) -> Any:
-        return SimpleNamespace(gpu=self._get("util"))
+        return SimpleNamespace(gpu=self._get("util"), memory=self._get("util") // 2)
 
     def nvmlDeviceGetCurrentClocksEventReasons(self, h: int) -> Any:
         return self._get("clock_events")

@@ -6,10 +6,12 @@ from typing import Any
 
 import torch
 
+from seatrial.hw.context import HwContext
 from seatrial.hw.env import HwEnv
-from seatrial.hw.gpu_trials import _burn, _collectives, _precision, run_gpu_trials
+from seatrial.hw.gpu_trials import _burn, _collectives, _precision
 from seatrial.hw.models import HwConfig
 from seatrial.hw.nvml import Nvml
+from seatrial.hw.runner import run_trials
 from seatrial.verdict import Verdict
 
 from .fake_nvml import FakeNvmlLib
@@ -53,7 +55,7 @@ def test_burn_without_nvml_needs_review() -> None:
 def test_collectives_need_two_gpus_and_no_cuda_makes_everything_unavailable() -> None:
     assert _collectives(CFG, {0: CPU}).verdict is Verdict.UNAVAILABLE
     env = HwEnv(nvml=None, nvml_reason="x", cuda_reason="torch 2.13.0+cpu sees no CUDA device")
-    results = run_gpu_trials(CFG, env, [], ["precision.fp8", "burn"], {})
+    results = run_trials(HwContext(CFG, env, []), ["precision.fp8", "burn"])
     assert [(r.name, r.verdict, r.reason) for r in results] == [
         ("precision.fp8", Verdict.UNAVAILABLE, "torch 2.13.0+cpu sees no CUDA device"),
         ("burn", Verdict.UNAVAILABLE, "torch 2.13.0+cpu sees no CUDA device"),

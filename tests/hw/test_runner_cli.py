@@ -14,11 +14,12 @@ from typer.testing import CliRunner
 
 from seatrial.cli.app import app
 from seatrial.errors import ConfigError
-from seatrial.hw import HwConfig, run_hw, runner
+from seatrial.hw import HwConfig, dcgm, run_hw, runner
 from seatrial.hw.env import HwEnv
 from seatrial.hw.models import TRIAL_NAMES
 from seatrial.hw.nvml import Nvml
 from seatrial.runs import judge_run
+from seatrial.runs.summaries.hw import HwSummary
 from seatrial.verdict import Verdict
 
 from .fake_nvml import FakeNvmlLib
@@ -33,7 +34,7 @@ SHEET_NAMES = ["inventory", *[f"health.{p}" for p in PARTS],
 def two_gpus_without_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     env = HwEnv(nvml=Nvml(lib=FakeNvmlLib(count=2), device_count=2), nvml_reason=None, cuda_reason=NO_CUDA)  # type: ignore[arg-type]
     monkeypatch.setattr(runner, "probe", lambda: env)
-    monkeypatch.setattr(runner.run_dcgm.__globals__["shutil"], "which", lambda name: None)
+    monkeypatch.setattr(dcgm.shutil, "which", lambda name: None)
 
 
 @pytest.fixture
@@ -58,6 +59,9 @@ def test_nvml_without_cuda_judges_nvml_trials_and_marks_torch_trials_unavailable
     tail = report.trials[13:]
     assert [t.name for t in tail] == SHEET_NAMES[7:]
     assert all(t.verdict is Verdict.UNAVAILABLE for t in tail)
+    sheet = report.to_json()  # the summary.json of this run: read back through its model, unchanged
+    assert list(sheet) == ["gpus", "trials", "passed", "not_measured", "counts", "missing_required"]
+    assert HwSummary.model_validate(sheet).to_json() == sheet and len(sheet["gpus"]) == 2
     assert [t.reason for t in tail[1:]] == [NO_CUDA] * 5
     assert [g.name for g in report.gpus] == ["NVIDIA H200", "NVIDIA H200"]
     assert report.gpus[0].compute_capability == "9.0" and report.gpus[0].virtualization_mode == "passthrough"
@@ -88,6 +92,7 @@ def test_cli_no_gpu_exits_8_with_every_trial_unavailable(no_gpu: None, tmp_path:
         assert {"name", "gpu", "verdict", "reason", "evidence"} <= set(t) and t["gpu"] is None
         assert t["verdict"] == "UNAVAILABLE" and t["reason"].startswith("no GPU found: NVML could not start")
     assert json.loads((tmp_path / "run" / "summary.json").read_text()) == doc
+    assert HwSummary.model_validate(doc).to_json() == doc and list(HwSummary.model_validate(doc).to_json()) == list(doc)
     table = (tmp_path / "run" / "table.txt").read_text()
     assert table.count("no GPU found") == 1 and f"({len(SHEET_NAMES)} trials)" in table  # said once
     page = (tmp_path / "run" / "report.html").read_text()
@@ -129,11 +134,13 @@ def test_trial_names_are_the_contract() -> None:
 
 def test_table_keeps_brackets_in_reasons() -> None:
     """Issue 16 item 16: rich markup ate ``[gpu]`` out of the install hint."""
-    from seatrial.hw import HwReport, render_text
+    from seatrial.cli.hw import hw_sheet
+    from seatrial.cli.progress import table_text
+    from seatrial.hw import HwReport
     from seatrial.hw.nvml import INSTALL_HINT
     from seatrial.runs import TrialResult
 
     sheet = HwReport(
         gpus=[], trials=[TrialResult(name="dcgm", verdict=Verdict.UNAVAILABLE, reason=INSTALL_HINT)]
     )
-    assert "pip install 'seatrial[gpu]'" in render_text(sheet, width=200)
+    assert "pip install 'seatrial[gpu]'" in table_text(hw_sheet(sheet), width=200)

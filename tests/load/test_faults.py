@@ -25,7 +25,7 @@ def bench_cfg(url: str, **load: object) -> BenchConfig:
 
 def run(cfg: BenchConfig, out: Path) -> dict:
     with RunFolder(out, "bench", cfg.model_dump(mode="json")) as folder:
-        return asyncio.run(asyncio.wait_for(run_bench(cfg, folder), timeout=30))
+        return asyncio.run(asyncio.wait_for(run_bench(cfg, folder), timeout=30)).to_json()
 
 
 EXPECTED = {

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.clirun import ctrl_c_reaches
 
 from seatrial.runs.folder import read_jsonl
 from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
@@ -42,7 +43,7 @@ def test_sigint_leaves_partial_run_folder(tmp_path: Path) -> None:
             str(out),
         ]
         env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # SIGABRT dumps every thread's stack
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, preexec_fn=ctrl_c_reaches)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # wait until some requests finished
             rows = read_jsonl(out / "requests.jsonl") if (out / "requests.jsonl").exists() else []

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from seatrial.load.looplag import TICK_S, LoopLag
 from seatrial.load.metrics import client_timing
 
@@ -25,7 +27,22 @@ def test_a_blocked_loop_shows_as_lateness_of_at_least_the_block() -> None:
 
 
 def test_no_ticks_no_figures() -> None:
-    assert LoopLag().summary() == {"loop_lag_ms_p99": None, "loop_lag_ms_max": None}
+    assert LoopLag().summary() == {"loop_lag_ms_p99": None, "loop_lag_ms_max": None, "cpu_wait_ms": None}
+
+
+def test_the_cpu_wait_of_the_loop_s_thread_is_read_from_the_kernel() -> None:
+    """Linux's run-queue wait of the thread (``/proc/thread-self/schedstat``) over the watched span."""
+    from seatrial.load.looplag import run_queue_wait_ns
+
+    async def watch() -> LoopLag:
+        async with LoopLag().watching() as lag:
+            await asyncio.sleep(0.05)
+        return lag
+
+    lag = asyncio.run(watch())
+    if run_queue_wait_ns() is None:
+        pytest.skip("this kernel does not give a thread's run-queue wait")
+    assert lag.cpu_wait_ms is not None and lag.cpu_wait_ms >= 0 and lag.summary()["cpu_wait_ms"] == lag.cpu_wait_ms
 
 
 def test_a_stall_above_the_lag_limit_adds_a_note_and_keeps_the_figures() -> None:

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from seatrial.load.records import RequestRecord
-from seatrial.load.scheduler import LevelPlan, arrival_offsets_s, frozen_heap, run_level
+from seatrial.load.scheduler import Delivery, LevelLoad, arrival_offsets_s, frozen_heap, run_level
 from seatrial.load.workloads import RequestSpec
 
 
-def _run(n: int, plan: LevelPlan, hold_s: float) -> tuple[list[RequestRecord], float, list[int]]:
+def _run(n: int, load: LevelLoad, hold_s: float) -> tuple[list[RequestRecord], float, list[int]]:
     peak = [0, 0]
     seen: list[RequestRecord] = []
 
@@ -26,19 +26,28 @@ def _run(n: int, plan: LevelPlan, hold_s: float) -> tuple[list[RequestRecord], f
         return rec
 
     specs = [RequestSpec("p", 4) for _ in range(n)]
-    records, delivery = asyncio.run(run_level(specs, plan, "measure", "t", send, seen.append))
+    records, delivery = asyncio.run(run_level(specs, load, "measure", "t", send, seen.append))
     return records, delivery.mean_in_flight, peak
 
 
 def test_closed_loop_keeps_exactly_c_in_flight() -> None:
-    records, mean_in_flight, peak = _run(40, LevelPlan(concurrency=4), hold_s=0.02)
+    records, mean_in_flight, peak = _run(40, LevelLoad(concurrency=4), hold_s=0.02)
     assert len(records) == 40 and peak[1] == 4
     assert mean_in_flight == pytest.approx(4.0, rel=0.1)
     assert sorted(r.request_id for r in records) == [f"t-{i:05d}" for i in range(40)]
 
 
+def test_a_delivery_from_events_taken_elsewhere_is_their_time_weighted_mean() -> None:
+    """Merged workers' timelines: 1 in flight for 10 ns, 2 for 10 ns, 1 for 10 ns until the last dispatch."""
+    events = [(0, 1), (10, 1), (20, -1), (40, -1)]
+    delivery = Delivery.from_events(events)
+    delivery.close(30)
+    assert delivery.events == events and delivery.window_s == 30e-9
+    assert delivery.mean_in_flight == pytest.approx(40 / 30)
+
+
 def test_open_loop_caps_in_flight_and_records_schedule() -> None:
-    records, _, peak = _run(20, LevelPlan(concurrency=2, rate=200.0, arrival="constant"), hold_s=0.05)
+    records, _, peak = _run(20, LevelLoad(concurrency=2, rate=200.0, arrival="constant"), hold_s=0.05)
     assert peak[1] == 2
     scheduled = sorted(r.scheduled_ms for r in records)
     assert scheduled[0] == pytest.approx(0.0, abs=5.0)
@@ -50,7 +59,7 @@ def test_a_cap_that_holds_arrivals_back_shows_in_the_rate_and_makes_the_level_in
     from seatrial.load.config import LoadConfig
     from seatrial.load.validity import invalid_reasons
 
-    plan = LevelPlan(concurrency=2, rate=200.0, arrival="constant")
+    capped = LevelLoad(concurrency=2, rate=200.0, arrival="constant")
     specs = [RequestSpec("p", 4) for _ in range(20)]
 
     async def send(spec: RequestSpec, rec: RequestRecord) -> RequestRecord:
@@ -58,7 +67,7 @@ def test_a_cap_that_holds_arrivals_back_shows_in_the_rate_and_makes_the_level_in
         rec.output_tokens = 4
         return rec
 
-    records, delivery = asyncio.run(run_level(specs, plan, "measure", "t", send, lambda r: None))
+    records, delivery = asyncio.run(run_level(specs, capped, "measure", "t", send, lambda r: None))
     assert delivery.scheduled_rate == pytest.approx(200.0, rel=0.01)
     assert delivery.achieved_rate is not None and delivery.achieved_rate < 50.0
     assert max(r.scheduled_ms for r in records) == pytest.approx(95.0, abs=1.0)  # 19 / 200 s: not reset
@@ -67,7 +76,7 @@ def test_a_cap_that_holds_arrivals_back_shows_in_the_rate_and_makes_the_level_in
     reasons = invalid_reasons(records, delivery, load, 2, closed_loop=False)
     assert any("below 95% of the schedule's 200/s" in r for r in reasons), reasons
     # an uncapped level delivers its schedule
-    wide = LevelPlan(concurrency=20, rate=200.0, arrival="constant")
+    wide = LevelLoad(concurrency=20, rate=200.0, arrival="constant")
     records, delivery = asyncio.run(run_level(specs, wide, "measure", "w", send, lambda r: None))
     assert not invalid_reasons(records, delivery, load, 20, closed_loop=False)
 
@@ -119,6 +128,6 @@ def test_every_request_of_a_level_is_sent_with_the_heap_frozen(rate: float | Non
         return rec
 
     specs = [RequestSpec("p", 1, None, "x", True) for _ in range(6)]
-    asyncio.run(run_level(specs, LevelPlan(2, rate), "measure", "F", send, lambda rec: None))
+    asyncio.run(run_level(specs, LevelLoad(2, rate), "measure", "F", send, lambda rec: None))
     assert len(counts) == 6 and min(counts) > 0
     assert gc.get_freeze_count() == 0

@@ -70,3 +70,15 @@ def test_without_usage_every_completion_chunk_is_a_token_but_a_chat_role_chunk_i
     t.on_chunk(parse_data_line(b'data: {"choices":[{"delta":{"content":"hi"}}]}'), now=4_000_000)
     t.finish(end_ns=5_000_000)
     assert (chat.ttft_ms, chat.output_tokens) == (4.0, 1)
+
+
+def test_a_whole_output_merged_into_the_last_empty_chunk_is_its_tokens() -> None:
+    """A starved API server can put a short output's every token, which decoded to no text, into the last
+    chunk (empty text, finish_reason, no usage of its own); the server's total says how many it carried:
+    they arrived with it (one chunk of 4 tokens: TTFT there, no ITL), not 'no output token'."""
+    rec = RequestRecord("r", "measure", 1)
+    t = _Timing(rec, t0=0)
+    t.on_chunk(parse_data_line(b'data: {"choices":[{"text":"","finish_reason":"length"}]}'), now=7_000_000)
+    t.on_chunk(parse_data_line(b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}'), now=7_100_000)
+    t.finish(end_ns=8_000_000)
+    assert (rec.ttft_ms, rec.output_tokens, rec.chunks, rec.itl_ms, rec.answer_tokens) == (7.0, 4, 1, [], 4)

@@ -15,8 +15,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from seatrial.load.bench import new_http
-from seatrial.load.client import Endpoint, send
+from seatrial.load.client import Endpoint, new_http, send
 from seatrial.load.metrics import client_timing
 from seatrial.load.records import RequestRecord
 from seatrial.load.stamps import StampedSocket

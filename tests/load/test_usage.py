@@ -7,8 +7,7 @@ import asyncio
 
 import pytest
 
-from seatrial.load.bench import new_http
-from seatrial.load.client import Endpoint, send
+from seatrial.load.client import Endpoint, new_http, send
 from seatrial.load.metrics import client_timing
 from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import RequestSpec

@@ -99,7 +99,7 @@ def test_rate_mode_delivers_constant_arrivals(server: ThreadedServer, tmp_path: 
         }
     )
     with RunFolder(tmp_path, "bench", cfg.model_dump(mode="json")) as folder:
-        summary = asyncio.run(run_bench(cfg, folder))
+        summary = asyncio.run(run_bench(cfg, folder)).to_json()
     level = summary["levels"][0]
     assert level["rate"] == 40.0 and level["valid"] and level["requests_ok"] == 20
     sent = np.sort([r["sent_ms"] for r in read_jsonl(tmp_path / "requests.jsonl")])

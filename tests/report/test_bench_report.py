@@ -46,3 +46,25 @@ def test_blank_page_has_few_drawn_pixels(tmp_path: Path) -> None:
     page.write_text("<html><body><p>x</p></body></html>")
     png = screenshot(page, tmp_path / "blank.png", tmp_path)
     assert drawn_pixels(png) < 2_000
+
+
+def test_report_plots_gpu_power_over_the_run_with_the_levels_marked(tmp_path: Path) -> None:
+    from seatrial.hw.energy import summarize
+    from seatrial.runs.summaries.bench import BenchSummary, LevelSummary
+
+    def level(c: int, start_s: float, watts: float) -> LevelSummary:
+        samples = [{"t_s": k / 10, "power_w": watts + 20 * (k % 3), "energy_mj": 1e6 + k * watts * 100}
+                   for k in range(40)]  # fmt: skip
+        gpus = [{"node": "h200", "index": 0, "samples": samples}]
+        telemetry = summarize(gpus, output_tokens=400, hz=10, source="nvml", start_s=start_s, window_s=4.0)
+        return LevelSummary(concurrency=c, output_tokens=400, gpu_telemetry=telemetry)
+
+    summary = BenchSummary(levels=[level(1, 0.5, 300.0), level(8, 6.0, 650.0)], workload="random")
+    with RunFolder(tmp_path / "run", "bench", {}) as folder:
+        folder.write_summary(summary)
+    page = write_report(tmp_path / "run")
+    text = page.read_text()
+    assert "GPU power over the run" in text and "GPU telemetry per level" in text
+    assert text.count("<svg") == 4 and "h200 GPU 0" in text
+    png = screenshot(page, tmp_path / "report.png", tmp_path)
+    assert drawn_pixels(png) > 20_000

@@ -1,4 +1,4 @@
-"""The shared report picks each capability's section from the summary it is given."""
+"""The shared report shows the sections of the command that wrote the folder."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from pathlib import Path
 from seatrial.report.html import render_html
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence" / "h200x2" / "hw_h200x2.json"
+BENCH = {"command": "bench"}
 
 
 def test_hw_sheet_renders_from_a_hw_run_and_from_a_combined_summary() -> None:
     sheet = json.loads(EVIDENCE.read_text())
-    for summary in (sheet, {"hw": sheet, "steps": []}):
-        page = render_html(summary, "t")
+    for summary, command in ((sheet, "hw"), ({"hw": sheet, "steps": []}, "demo")):
+        page = render_html(summary, "t", {"command": command})
         assert "collectives" in page and "REVIEW_REQUIRED" in page and "NVIDIA H200" in page
         assert "Load levels" not in page
 
@@ -38,9 +39,9 @@ def _level(c: int, note: str | None, engine: bool) -> dict[str, object]:
 
 def test_bench_section_shows_the_engines_means_and_the_clients_notes() -> None:
     levels = [_level(1, None, engine=True), _level(4, "the client stalled: <late>", engine=True)]
-    page = render_html({"levels": levels}, "t")
+    page = render_html({"levels": levels}, "t", BENCH)
     assert "client / engine" in page and "10.0 / 7.5" in page and "40.0 / 30.0" in page
     assert "Client self-checks" in page and "C=4: the client stalled: &lt;late&gt;" in page
     assert "C=1:" not in page
-    plain = render_html({"levels": [_level(1, None, engine=False)]}, "t")
+    plain = render_html({"levels": [_level(1, None, engine=False)]}, "t", BENCH)
     assert "client / engine" not in plain and "Client self-checks" not in plain

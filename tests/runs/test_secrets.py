@@ -92,3 +92,57 @@ def test_hw_run_folder(tmp_path: Path) -> None:
     proc = seatrial(["hw", "--out", "run", "--json", "hw.json", "--trials", "inventory"], tmp_path)
     assert proc.returncode in (0, 8), proc.stderr[-2000:]
     assert_no_secret(tmp_path, proc)
+
+
+def test_secret_names_are_told_from_counts_and_rates() -> None:
+    from seatrial.runs.redact import secret_name
+
+    assert all(secret_name(n) for n in ("api_key", "hf_token", "--api-key", "HF_TOKEN", "Authorization"))
+    assert not any(secret_name(n) for n in ("api_key_env", "max_tokens", "joules_per_output_token"))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["NCCL_SOCKET_PSK", "VLLM_AUTH", "TORCH_PRIVATE_KEY_PEM", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "VLLM_API_KEY",
+     "NCCL_IB_HMAC", "UCX_SIGN", "GLOO_CRED_FILE", "VLLM_COOKIE", "CUDA_PASSWORD2", "TORCH_AUTHTOKEN"],
+)  # fmt: skip
+def test_environment_names_that_look_secret(name: str) -> None:
+    from seatrial.runs.redact import env_digests, secret_env_name
+
+    assert secret_env_name(name)
+    assert env_digests({name: "plain-looking"})[name] == {
+        "sha256": _sha("plain-looking"),
+        "hidden": "named like a secret",
+    }
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["Bearer sk-abcdef123456", "http://bob:hunter2@10.0.0.1:8000", "-----BEGIN PRIVATE KEY-----\nMIIE",
+     "3f" * 20, "hf_AbCdEfGhIjKlMnOpQrStUvWx12", "token abcdefgh12"],
+)  # fmt: skip
+def test_values_shaped_like_secrets_are_hidden_under_any_name(value: str) -> None:
+    from seatrial.runs.redact import env_digests
+
+    assert env_digests({"NCCL_DEBUG_FILE": value})["NCCL_DEBUG_FILE"] == {
+        "sha256": _sha(value),
+        "hidden": "shaped like a secret",
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("NCCL_SOCKET_IFNAME", "eth0,ib0"), ("TOKENIZERS_PARALLELISM", "false"), ("NCCL_IB_HCA", "mlx5_0:1,mlx5_1:1"),
+     ("CUDA_VISIBLE_DEVICES", "GPU-8f6e2c1a-3b4d-4e5f-9a8b-7c6d5e4f3a2b"), ("VLLM_MAX_TOKENS", "4096"),
+     ("NCCL_DEBUG_FILE", "/var/log/nccl/%h.%p.log"), ("UCX_TLS", "rc,cuda_copy,cuda_ipc")],
+)  # fmt: skip
+def test_ordinary_variables_are_shown(name: str, value: str) -> None:
+    from seatrial.runs.redact import env_digests
+
+    assert env_digests({name: value})[name] == {"sha256": _sha(value), "value": value}

@@ -18,6 +18,8 @@ from typer.testing import CliRunner
 from report.chromium import drawn_pixels, screenshot
 from seatrial.cli.app import app
 from seatrial.runs.folder import read_jsonl
+from seatrial.runs.result import TrialResult
+from seatrial.runs.summaries.accept import AcceptSummary
 from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
 from seatrial.trials import run_accept
 
@@ -70,6 +72,12 @@ def test_summary_contract_and_run_folder(run: tuple[Path, dict[str, Any]]) -> No
     rows = read_jsonl(folder / "requests.jsonl")
     assert len(rows) > 60 and {r["kind"] for r in rows} >= {"short", "long", "shared", "unique", "cold"}
     assert summary["passed"] is False and summary["scale"] == "small"  # basic fails, below
+    saved = json.loads((folder / "summary.json").read_text())
+    typed = AcceptSummary.model_validate(saved)  # summary.json through its model, and back unchanged
+    assert typed.to_json() == saved and list(typed.to_json()) == list(saved)
+    assert list(saved) == ["url", "scale", "trials", "model", "server", "passed", "not_measured", "counts",
+                           "missing_required"]  # fmt: skip
+    assert typed.trial("basic") == TrialResult.model_validate(saved["trials"][0])
 
 
 def test_basic_names_the_failed_check(run: tuple[Path, dict[str, Any]]) -> None:
@@ -193,3 +201,62 @@ def test_kv_tier_runs_the_same_sessions_on_a_baseline_server(server: ThreadedSer
     ev = kv["evidence"]
     assert ev["baseline"]["url"] == baseline.url and ev["baseline"]["sessions"] == ev["sessions"] == 3
     assert ev["return_ttft_vs_baseline"] > 0 and kv["verdict"] == "UNSUPPORTED"
+
+
+def test_accept_joins_spans_and_checks_the_plan_where_kv_pressure_began(tmp_path: Path) -> None:
+    """A server exporting spans, stating its KV capacity and filling its cache half per request: the
+    saturation ladder's steps carry the engine's timing, KV pressure begins at C=2, beside the plan."""
+    from tests.load.test_plancheck import make_plan
+
+    from seatrial.server.process import free_port
+
+    port = free_port()
+    synth = SyntheticConfig(itl_s=0.002, ttft_s=0.005, otlp_endpoint=f"http://127.0.0.1:{port}/v1/traces",
+                            kv_cache_tokens=1_048_576, kv_usage_per_request=0.5)  # fmt: skip
+    (tmp_path / "p.yaml").write_text(PROFILE)
+    args = ["accept", "--url", "", "--profile", str(tmp_path / "p.yaml"), "--trials", "saturation", "--otlp-listen",
+            f"127.0.0.1:{port}", "--otlp-flush", "5", "--no-gpu-telemetry", "--json", str(tmp_path / "s.json")]  # fmt: skip
+    with ThreadedServer(synth) as srv:
+        args[2] = srv.url
+        ok = CliRunner().invoke(app, [*args, "--plan", str(make_plan(tmp_path, 1.0))])
+        summary = json.loads((tmp_path / "s.json").read_text())
+        bad = CliRunner().invoke(app, [*args, "--plan", str(make_plan(tmp_path, 2.0))])
+    steps = summary["trials"][0]["evidence"]["steps"]
+    assert summary["trials"][0]["classification"] == "KV_PRESSURE", summary["trials"][0]["reasons"]
+    assert all(s["server_timing"]["joined"] == s["requests"] for s in steps)
+    check = summary["plan_check"]
+    assert check["verdict"] == "PASS" and check["kv_pressure_concurrency"] == 2
+    assert "KV pressure began at C=2, the plan's max concurrency is 256.00" in " ".join(ok.output.split())
+    assert summary["spans"]["joined"] == sum(s["requests"] for s in steps)
+    assert bad.exit_code == 1 and "plan check FAIL" in bad.output
+
+
+def test_compare_reads_the_accept_folder_through_its_summary(run: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    """``seatrial compare`` takes an accept folder's bench-like levels (context, saturation steps) from its
+    typed summary; a summary.json that is not one is bad input, not a traceback."""
+    from seatrial.errors import ConfigError
+    from seatrial.experiment.sources import load_runs
+
+    folder, summary = run
+    (accepted,) = load_runs(folder)
+    steps = by_name(summary)["saturation"]["evidence"]["steps"]
+    assert accepted.kind == "accept" and {("random 8/4", f"C={s['concurrency']}") for s in steps} <= set(accepted.levels)
+    assert all(starts[0]["values"]["ttft_ms"] for starts in accepted.levels.values())
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "run.json").write_text((folder / "run.json").read_text())
+    (bad / "summary.json").write_text(json.dumps({**summary, "trials": [{"name": "basic"}]}))
+    with pytest.raises(ConfigError, match=r"summary\.json.*verdict"):
+        load_runs(bad)
+
+
+def test_a_demo_summary_shows_the_accept_section(run: tuple[Path, dict[str, Any]]) -> None:
+    """The demo keeps accept's fields at its top level beside bench's (``model``, ``levels``) and without
+    ``model``/``server`` of its own; the section reads them through AcceptSummary.part_of."""
+    from seatrial.report.html import render_html
+
+    summary = run[1]
+    kept = {k: summary[k] for k in ("trials", "passed", "not_measured", "counts", "scale", "url")}
+    page = render_html({"steps": [], **kept, "model": "bench-model", "levels": []}, "t", {"command": "demo"})
+    assert "Acceptance trials" in page and "model bench-model" in page and "Saturation: throughput" in page
+    assert "Acceptance trials" not in render_html({"steps": []}, "t", {"command": "demo"})

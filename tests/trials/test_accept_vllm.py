@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from report.chromium import drawn_pixels, screenshot
 from seatrial.cli.app import app
 from seatrial.runs.folder import read_jsonl
+from seatrial.runs.summaries.accept import AcceptSummary
 from seatrial.server.engine import LocalEngine
 
 pytestmark = pytest.mark.engine
@@ -85,6 +86,8 @@ def test_default_small_profile_end_to_end(vllm_server: LocalEngine, tmp_path: Pa
     assert kv["verdict"] == "UNAVAILABLE" and "1,048,576" in kv["reasons"][0]
     assert code == (0 if summary["passed"] else 1)
     assert summary == json.loads((out / "summary.json").read_text())
+    typed = AcceptSummary.model_validate(summary)  # the summary of a real vLLM run, through its model
+    assert typed.to_json() == summary and list(typed.to_json()) == list(summary) and typed.server is not None
     assert len(read_jsonl(out / "requests.jsonl")) > 300 and read_jsonl(out / "server_metrics.jsonl")
     png = screenshot(out / "report.html", tmp_path / "report.png", tmp_path)
     assert drawn_pixels(png) > 40_000

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from seatrial.trials.profile import SaturationConfig, Slo
+from seatrial.trials.configs import Slo
 from seatrial.trials.saturation import ladder, verdict
-from seatrial.trials.saturation_rules import Step, classify, max_executable, max_slo
+from seatrial.trials.saturation_rules import SaturationConfig, Step, classify, max_executable, max_slo
 from seatrial.verdict import Verdict
 
 CFG = SaturationConfig()

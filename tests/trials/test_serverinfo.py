@@ -18,7 +18,7 @@ vllm:kv_offload_time_seconds_bucket{le="1.0"} 3.0
 def test_cache_config_info_gives_block_size_and_capacity() -> None:
     info = ServerInfo(max_model_len=4096, cache_labels=cache_info(METRICS))
     info.block_size, info.num_blocks = 128, 64
-    assert info.to_json() == {
+    assert info.facts().to_json() == {
         "max_model_len": 4096,
         "block_size": 128,
         "num_blocks": 64,

@@ -15,7 +15,8 @@ from seatrial.checkpoint.header import read_header
 from seatrial.checkpoint.index import read_weight_map
 from seatrial.checkpoint.inventory import Inventory, text_config
 from seatrial.checkpoint.quant import precision
-from seatrial.checkpoint.report import AuditReport, Component, Finding
+from seatrial.checkpoint.report import AuditReport, Component
+from seatrial.runs.findings import Finding
 
 GIB = 1024**3
 _WIDE = ("BF16", "F16", "F32", "F64")

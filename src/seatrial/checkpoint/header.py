@@ -29,12 +29,15 @@ MAX_HEADER_BYTES = 100_000_000
 
 
 class TensorEntry(NamedTuple):
-    """One tensor's header record: ``nbytes`` is ``end - begin`` of its data offsets."""
+    """One tensor's header record: ``nbytes`` is ``end - begin`` of its data offsets, relative to the data
+    section as the header states them; :meth:`in_file` places them in the file (absolute offsets, and
+    the tensor's ``name``, as the converter reads rows by them)."""
 
     dtype: str
     shape: tuple[int, ...]
     begin: int
     end: int
+    name: str = ""
 
     @property
     def nbytes(self) -> int:
@@ -43,6 +46,19 @@ class TensorEntry(NamedTuple):
     @property
     def numel(self) -> int:
         return math.prod(self.shape)
+
+    @property
+    def rows(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one row (the product of all but the first dimension, times the item size)."""
+        return math.prod(self.shape[1:]) * DTYPE_BITS[self.dtype] // 8
+
+    def in_file(self, name: str, data_start: int) -> TensorEntry:
+        """This entry with absolute file offsets (``data_start`` = 8 + the header's length) and its name."""
+        return self._replace(begin=data_start + self.begin, end=data_start + self.end, name=name)
 
 
 @dataclass

@@ -8,9 +8,9 @@ sub-second answer. ``model_dump`` gives the JSON form, as the pydantic models el
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
-Severity = Literal["info", "warning", "error"]
+from seatrial.runs.findings import Finding
 
 
 @dataclass
@@ -18,15 +18,6 @@ class _Model:
     def model_dump(self, mode: str = "python") -> dict[str, Any]:
         """The fields as plain dicts and lists (the same in ``python`` and ``json`` mode)."""
         return asdict(self)
-
-
-@dataclass
-class Finding(_Model):
-    """One observation: ``code`` is stable for machines, ``message`` is for people."""
-
-    code: str
-    severity: Severity
-    message: str
 
 
 @dataclass

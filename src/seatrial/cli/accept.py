@@ -3,46 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from seatrial.cli.common import console, emit_json, out, parse_name_list, verdict_exit
-from seatrial.cli.progress import LiveProgress
+from seatrial.cli.options import settings_from, with_settings
+from seatrial.cli.progress import LiveProgress, verdict_sheet
 from seatrial.errors import ConfigError, RunInterrupted
-from seatrial.runs import counts_line
-from seatrial.trials import run_accept
+from seatrial.load.settings import BenchSettings, ClientSettings
 
-STYLE = {"PASS": "green", "FAIL": "red", "UNSUPPORTED": "dim", "UNAVAILABLE": "dim"}
-
-
-def _v(word: str | None) -> str:
-    return "-" if word is None else f"[{STYLE.get(word, 'yellow')}]{word}[/]"
-
-
-def verdict_table(trials: list[dict[str, Any]]) -> Table:
-    table = Table(title="seatrial accept", header_style="bold")
-    for col in ("trial", "verdict", "functional", "performance", "class", "samples", "why"):
-        table.add_column(col, justify="left")
-    for t in trials:
-        samples = ", ".join(f"{k}={v}" for k, v in t.get("samples", {}).items())
-        table.add_row(
-            t["name"],
-            _v(t["verdict"]),
-            _v(t.get("functional")),
-            t.get("performance") or "-",
-            t.get("classification") or "-",
-            samples,
-            "; ".join(t.get("reasons", [])),
-        )
-    return table
+if TYPE_CHECKING:
+    from seatrial.runs.summaries.bench import PlanCheck
 
 
 def accept(
     url: Annotated[str, typer.Option(help="Server base URL, e.g. http://127.0.0.1:8000")],
-    model: Annotated[str | None, typer.Option(help="Model name; default: the server's first model")] = None,
-    tokenizer: Annotated[Path | None, typer.Option(help="Local tokenizer.json or its folder")] = None,
     profile: Annotated[Path | None, typer.Option(help="Profile YAML; default: the shipped profile")] = None,
     trials: Annotated[
         str | None, typer.Option(help="Subset, e.g. saturation,prefix-cache (default: the profile's)")
@@ -52,46 +29,68 @@ def accept(
         str | None,
         typer.Option(help="Trials that must be measured: UNAVAILABLE/UNSUPPORTED there fails the run"),
     ] = None,
-    seed: Annotated[
-        int | None, typer.Option(help="Prompt seed; default: a new one per run, recorded in run.json")
-    ] = None,
-    workers: Annotated[int, typer.Option(help="Client processes sharing each measured level")] = 1,
-    ray: Annotated[
-        str | None, typer.Option(help="Ray cluster address: --clients actors share each level")
-    ] = None,
-    clients: Annotated[int, typer.Option(help="Ray client actors (with --ray)")] = 2,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary JSON here")] = None,
+    **settings: Any,
 ) -> None:
     """Run the acceptance trials; exit 0 only when the run passed (a PASS and no failed verdict),
     1 on a failed verdict, 8 when nothing could be measured."""
     if scale not in ("small", "full"):
         raise ConfigError(f"--scale must be small or full, got {scale!r}")
+    from seatrial.load.config import ObserveConfig
+    from seatrial.trials import run_accept
+
+    chosen = settings_from(BenchSettings, settings)
     try:
         with LiveProgress() as progress:
             summary = run_accept(
                 url,
-                model=model,
-                tokenizer=tokenizer,
+                model=chosen.model,
+                tokenizer=chosen.tokenizer,
                 profile=profile,
                 trials=parse_name_list(trials) or None,
                 scale="small" if scale == "small" else "full",
                 out_dir=out_dir,
                 progress=progress,
                 require=parse_name_list(require),
-                seed=seed,
-                clients={"workers": workers, "ray": ray, "clients": clients},
+                seed=chosen.seed,
+                clients=ClientSettings(workers=chosen.workers, ray=chosen.ray, clients=chosen.clients),
+                observe={k: getattr(chosen, k) for k in ObserveConfig.model_fields},
             )
     except KeyboardInterrupt:
         where = f"; partial run folder: {out_dir}" if out_dir else ""
         raise RunInterrupted(f"interrupted{where}") from None
-    out.print(verdict_table(summary["trials"]))
-    if out_dir:
-        console.print(f"report: {out_dir / 'report.html'}", highlight=False)
-    console.print(f"passed: {summary['passed']} ({counts_line(summary['counts'])})", highlight=False)
+    check = show(summary, out_dir)
     emit_json(json_path, summary)
+    if check is not None and check.verdict == "FAIL":
+        raise typer.Exit(1)
     verdict_exit(summary["trials"], parse_name_list(require))
 
 
+def show(summary: dict[str, Any], out_dir: Path | None) -> PlanCheck | None:
+    """The verdict sheet, the report's path, the counts, the spans and the plan check on the console; the
+    plan check, if the run made one."""
+    from seatrial.runs import counts_line
+    from seatrial.runs.levels import plan_check_line, span_lines
+    from seatrial.runs.summaries.bench import PlanCheck, SpanCounts
+    from seatrial.runs.verdicts import trial_table
+
+    out.print(verdict_sheet(trial_table(summary["trials"])))
+    if out_dir:
+        console.print(f"report: {out_dir / 'report.html'}", highlight=False)
+    console.print(f"passed: {summary['passed']} ({counts_line(summary['counts'])})", highlight=False)
+    for line in span_lines(SpanCounts.model_validate(summary["spans"]) if "spans" in summary else None):
+        console.print(f"[yellow]spans[/] {escape(line)}", highlight=False)
+    check = PlanCheck.model_validate(summary["plan_check"]) if "plan_check" in summary else None
+    if check is not None:
+        console.print(escape(plan_check_line(check)), highlight=False)
+    return check
+
+
+#: accept's options that are bench's too, from the one settings model
+OPTIONS = ["model", "tokenizer", "seed", "workers", "ray", "clients", "otlp_listen", "otlp_flush_s", "gpu_telemetry",
+           "plan"]  # fmt: skip
+
+
 def register(app: typer.Typer) -> None:
-    app.command()(accept)
+    app.command("accept")(with_settings(accept, BenchSettings, OPTIONS))

@@ -7,7 +7,6 @@ library callers (``from seatrial.cli.app import app``) get every command.
 
 from __future__ import annotations
 
-import os
 import sys
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
@@ -17,7 +16,7 @@ if TYPE_CHECKING:
 
 # One name per capability; module seatrial.cli.<name> defines ``register(app)`` adding command <name>.
 COMMANDS = (
-    "accept", "audit", "bench", "compare", "convert", "demo", "doctor", "experiment", "guard", "hw", "plan",
+    "accept", "audit", "bench", "capacity", "compare", "convert", "demo", "doctor", "experiment", "guard", "hw", "plan",
     "report", "sync",
 )  # fmt: skip
 
@@ -29,7 +28,7 @@ def build_app(commands: tuple[str, ...] = COMMANDS) -> typer.Typer:
     app = typer.Typer(
         name="seatrial",
         help="Sea trials for LLM deployments: audit, plan, convert, guard, sync, doctor, hw, bench, accept, "
-        "experiment, compare, report, demo.",
+        "capacity, experiment, compare, report, demo.",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
@@ -51,23 +50,6 @@ def build_app(commands: tuple[str, ...] = COMMANDS) -> typer.Typer:
     return app
 
 
-def _single_thread_blas() -> None:
-    """Load numpy with one OpenBLAS thread, unless the user chose a number.
-
-    At import, numpy's OpenBLAS starts a thread per core that spins for a while: about 130 ms of CPU on
-    a 2-core machine, taken from the command itself. seatrial does no BLAS work on the CPU. The
-    variable is read when the library loads and is restored at once, so servers that seatrial starts
-    keep the environment they were given.
-    """
-    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
-        return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    try:
-        import numpy  # noqa: F401
-    finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
-
-
 def __getattr__(name: str) -> Any:
     if name == "app":  # every command, built once on first use
         globals()["app"] = built = build_app()
@@ -87,7 +69,9 @@ def _audit_early(argv: list[str]) -> None:
 
 
 def main() -> None:
-    _single_thread_blas()
+    from seatrial.childenv import quiet_blas
+
+    quiet_blas()
     wanted = sys.argv[1] if len(sys.argv) > 1 else ""
     _audit_early(sys.argv)
     from seatrial.cli.common import run_cli

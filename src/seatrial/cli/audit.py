@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
-from seatrial.checkpoint import AuditReport, audit
 from seatrial.cli.common import emit_json, out
+
+if TYPE_CHECKING:
+    from seatrial.checkpoint import AuditReport
 
 GIB = 1024**3
 _STYLE = {"info": "dim", "warning": "yellow", "error": "bold red"}
@@ -26,6 +29,8 @@ def register(app: typer.Typer) -> None:
 
         Exit code 1 when a finding has severity error.
         """
+        from seatrial.checkpoint import audit
+
         report = audit(directory)
         if str(json_path) != "-":
             render(report)

@@ -17,7 +17,7 @@ from seatrial.errors import ConfigError, SeatrialError
 
 INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE: a bug in seatrial, never a verdict (1) or bad input (2)
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # a message is one line, whatever its paths: grep finds it
 # Tables stay readable when stdout is a file or a pipe (CI logs, evidence files).
 out = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -109,3 +109,16 @@ def parse_name_list(text: str | None) -> list[str]:
     if not text:
         return []
     return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def write_folder(
+    out_dir: Path | None, command: str, config: dict[str, Any], summary: Any, **kw: Any
+) -> None:
+    """``--out DIR`` of a command that sends no requests: its run folder (``runs.record``) and report."""
+    if out_dir is None:
+        return
+    from seatrial.report.html import write_report
+    from seatrial.runs import record
+
+    record(out_dir, command, config, summary, **kw)
+    console.print(f"report: {write_report(out_dir)}", highlight=False)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from seatrial.cli.common import console, emit_json, out
+from seatrial.cli.common import console, emit_json, out, write_folder
 from seatrial.cli.progress import rich_table
 
 
@@ -19,25 +19,22 @@ def compare(
         Path | None, typer.Option("--out", help="Folder for summary.json and report.html")
     ] = None,
 ) -> None:
-    """Compare runs per workload and level (IMPROVED / REGRESSED / NO_EFFECT / INCONCLUSIVE); with two
-    deployments named (NAME=PATH), seed 001's per-phase table and the prefill gap split."""
+    """Compare runs per workload and level (IMPROVED / REGRESSED / NO_EFFECT / INCONCLUSIVE); with
+    deployments named (NAME=PATH), seed 001's per-phase table with intervals (two deployments), each factor
+    apart (four named PRECISION@TOPOLOGY), and their capacities at the SLO, per GPU and per dollar."""
     from seatrial.experiment.compare import compare as run_compare
-    from seatrial.report.html import write_report
-    from seatrial.runs import RunFolder
-    from seatrial.runs.comparisons import comparison_table, deployment_table, split_table
+    from seatrial.runs.comparisons import capacity_table, comparison_table, deployment_table, split_table
 
     summary = run_compare(runs, threshold)
-    out.print(rich_table(comparison_table(summary)))
-    for table in (deployment_table(summary), split_table(summary)):
+    if summary.comparisons:
+        out.print(rich_table(comparison_table(summary)))
+    for table in (deployment_table(summary), split_table(summary), capacity_table(summary)):
         if table is not None:
             out.print(rich_table(table))
+    if summary.deployment is not None and summary.deployment.confounded is not None:
+        console.print(f"[yellow]note[/] {summary.deployment.confounded}", highlight=False)
     emit_json(json_path, summary)
-    if out_dir is not None:
-        with RunFolder(
-            out_dir, "compare", {"runs": runs, "threshold_pct": threshold}, requests=False
-        ) as folder:
-            folder.write_summary(summary)
-        console.print(f"report: {write_report(out_dir)}", highlight=False)
+    write_folder(out_dir, "compare", {"runs": runs, "threshold_pct": threshold}, summary)
 
 
 def register(app: typer.Typer) -> None:

@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from pydantic import ValidationError
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 from rich.table import Table
 
-from seatrial.checkpoint.convert import (
-    DEFAULT_EMBEDDING_PATTERN,
-    ConvertOptions,
-    ConvertResult,
-    convert_checkpoint,
-)
 from seatrial.cli.common import console, emit_json, out
-from seatrial.errors import ConfigError
+from seatrial.errors import ConfigError, as_flag, config_errors
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from seatrial.checkpoint.convert import ConvertResult
 
 
 class _RichBytes:
@@ -50,9 +40,10 @@ def register(app: typer.Typer) -> None:
         src: Path = typer.Argument(..., help="Source checkpoint directory (only read)."),
         dst: Path = typer.Argument(..., help="Destination directory (must not exist unless --resume)."),
         embedding_fp8: str = typer.Option(
-            DEFAULT_EMBEDDING_PATTERN,
+            "default",
             "--embedding-fp8",
-            help="Regex of tables to store as FP8 E4M3FN with one global scale; 'default' or 'off'.",
+            help="Regex of tables to store as FP8 E4M3FN with one global scale; 'default' (the n-gram "
+            "embedding shards, ngram_embedding.*weight) or 'off'.",
         ),
         shards: int | None = typer.Option(
             None, "--shards", min=1, help="Output files per table (default: one per shard tensor)."
@@ -78,16 +69,25 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Convert a checkpoint: FP8 embedding tables, BF16 lm_head, config edits; safe to resume."""
+        from seatrial.checkpoint.convert import ConvertOptions, convert_checkpoint
+
         pattern = _embedding_pattern(embedding_fp8)
-        try:
+        with config_errors("convert", label=as_flag):
             opts = ConvertOptions(
                 src=src, dst=dst, embedding_pattern=pattern,
                 shards=shards, max_file_bytes=max_file_bytes, scale_name=scale_name,
                 lm_head_bf16=lm_head_bf16, set_config=set_config, resume=resume,
                 fidelity_row_stride=fidelity_row_stride,
             )  # fmt: skip
-        except ValidationError as exc:
-            raise ConfigError(f"convert: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
         columns = (
             TextColumn("{task.description}"),
             BarColumn(),
@@ -108,6 +108,8 @@ def _embedding_pattern(value: str) -> str | None:
         raise ConfigError(
             f"--embedding-fp8 takes a PATTERN ('default' for the PLE table, 'off' for none), got {value!r}"
         )
+    from seatrial.checkpoint.convert import DEFAULT_EMBEDDING_PATTERN
+
     return {"off": None, "default": DEFAULT_EMBEDDING_PATTERN}.get(value, value)
 
 

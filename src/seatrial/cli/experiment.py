@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from seatrial.cli.common import console, emit_json, out
+from seatrial.cli.options import with_settings
 from seatrial.cli.progress import rich_table
-from seatrial.errors import EngineError
+from seatrial.errors import EngineError, config_errors
+from seatrial.load.settings import BenchSettings, ClientSettings
 
 
 def experiment(
@@ -21,38 +23,55 @@ def experiment(
     ] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary JSON here")] = None,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted plan in --out")] = False,
-    workers: Annotated[
-        int | None, typer.Option(help="Client processes sharing each level (over the plan's)")
-    ] = None,
-    ray: Annotated[
-        str | None, typer.Option(help="Ray cluster address for the clients (over the plan's)")
-    ] = None,
-    clients: Annotated[int | None, typer.Option(help="Ray client actors (with --ray)")] = None,
+    resume_anyway: Annotated[
+        bool,
+        typer.Option(
+            "--resume-anyway",
+            help="Continue it also where host, GPUs, engine, environment or named files changed (recorded)",
+        ),
+    ] = False,
+    **clients: Any,
 ) -> None:
     """Run a plan: each setting over fresh server starts, measured as bench measures, then ADOPT /
-    REJECT / NO_EFFECT / INCONCLUSIVE per treatment and profile. Exit 0 when the plan ran, 2 for an
-    invalid plan, 5 when no start of some setting came up."""
+    REJECT / NO_EFFECT / INCONCLUSIVE per treatment and profile, or INVALID for every decision of a
+    profile whose A/A check failed. Exit 0 when the plan ran, 1 when a profile is INVALID, 2 for an
+    invalid plan (or a --resume under changed conditions), 5 when no start of some setting came up."""
     from seatrial.experiment import load_plan, run_experiment
+    from seatrial.experiment.plan import ExperimentPlan
     from seatrial.report.html import write_report
     from seatrial.runs.decisions import decision_table
 
     plan = load_plan(plan_path)
-    over = {k: v for k, v in {"workers": workers, "ray": ray, "clients": clients}.items() if v is not None}
+    over = {k: v for k, v in clients.items() if v is not None}  # the flags given, over the plan's
     if over:
-        plan = plan.model_copy(update={"workload": plan.workload.model_copy(update=over)})
+        with config_errors():
+            workload = BenchSettings.model_validate(plan.workload.model_dump() | over)
+            plan = ExperimentPlan.model_validate(plan.model_dump() | {"workload": workload})
     target = out_dir or Path("runs") / time.strftime("experiment-%Y%m%d-%H%M%S")
     summary = run_experiment(
-        plan, target, log=lambda m: console.print(escape(m), highlight=False), resume=resume
+        plan,
+        target,
+        log=lambda m: console.print(escape(m), highlight=False),
+        resume=resume,
+        resume_anyway=resume_anyway,
     )
     write_report(target)
-    out.print(rich_table(decision_table(summary["decisions"])))
+    out.print(rich_table(decision_table(summary.decisions)))
     console.print(f"report: {target / 'report.html'}", highlight=False)
     emit_json(json_path, summary)
-    if summary["failed_settings"]:
-        raise EngineError(
-            f"no start of {', '.join(summary['failed_settings'])} came up; see their server logs"
-        )
+    if summary.failed_settings:
+        raise EngineError(f"no start of {', '.join(summary.failed_settings)} came up; see their server logs")
+    invalid = sorted({d.profile for d in summary.decisions if d.verdict == "INVALID"})
+    if invalid:
+        checks = [c for c in summary.aa_checks if c["status"] in ("MOVED", "LEAVES_MIN_GAIN")]
+        for c in checks:
+            console.print(f"INVALID {c['profile']}: A/A check {c['check']} {c['reason']}", highlight=False)
+        raise typer.Exit(1)
+
+
+#: bench settings the command line may set over the plan's workload
+OVERRIDES = [*ClientSettings.model_fields, "otlp_listen", "plan"]
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(experiment)
+    app.command("experiment")(with_settings(experiment, BenchSettings, OVERRIDES, override=True))

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from seatrial.cli.common import console, emit_json, out
-from seatrial.errors import ConfigError, GuardError
+from seatrial.errors import GuardError, as_flag, config_errors
 from seatrial.guard import (
     GuardConfig,
     HealthConfig,
@@ -46,13 +45,8 @@ guard_app = typer.Typer(cls=_GuardGroup, add_completion=False)
 
 
 def _config(values: dict[str, Any]) -> GuardConfig:
-    try:
+    with config_errors(label=lambda loc: "--health-url" if loc == "health.url" else as_flag(loc)):
         return GuardConfig.model_validate(values)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        flag = {"health.url": "--health-url"}.get(field, "--" + field.replace("_", "-"))
-        raise ConfigError(f"{flag}: {err['msg']}") from None
 
 
 def _echo(line: dict[str, Any]) -> None:

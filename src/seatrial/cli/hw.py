@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from pydantic import ValidationError
+from rich.table import Table as RichTable
 
-from seatrial.cli.common import console, emit_json, out, parse_name_list, verdict_exit
-from seatrial.errors import ConfigError
-from seatrial.hw import TRIAL_NAMES, HwConfig, HwRun, build_table, render_text, run_hw
-from seatrial.report.html import write_report
-from seatrial.runs import RunFolder, counts_line
+from seatrial.cli.common import console, emit_json, out, parse_name_list, verdict_exit, write_folder
+from seatrial.cli.progress import table_text, verdict_sheet
+from seatrial.errors import ConfigError, config_errors
+from seatrial.hw.models import TRIAL_NAMES, HwConfig, HwReport
+from seatrial.runs import counts_line
+from seatrial.runs.hwsheet import sheet_table
+
+if TYPE_CHECKING:
+    from seatrial.hw import HwRun
+
+
+def hw_sheet(report: HwReport) -> RichTable:
+    """The verdict sheet as ``seatrial hw`` prints it."""
+    return verdict_sheet(sheet_table(report.trials))
 
 
 def parse_gpus(text: str) -> list[int] | None:
@@ -29,12 +39,9 @@ def parse_gpus(text: str) -> list[int] | None:
 
 def write_hw_folder(out_dir: Path, run: HwRun, cfg: HwConfig, sheet: dict[str, object]) -> None:
     """run.json, summary.json (the sheet), table.txt, artifacts.json and report.html."""
+    files = {"table.txt": table_text(hw_sheet(run.report)), "artifacts.json": run.artifacts}
     extra = {"environment_gpu": run.report.environment}
-    with RunFolder(out_dir, "hw", cfg.model_dump(mode="json"), requests=False, extra=extra) as folder:
-        folder.write_summary(sheet)
-        folder.write_file("table.txt", render_text(run.report))
-        folder.write_file("artifacts.json", run.artifacts)
-    write_report(out_dir)
+    write_folder(out_dir, "hw", cfg.model_dump(mode="json"), sheet, extra=extra, files=files)
 
 
 def fleet_run(
@@ -43,27 +50,21 @@ def fleet_run(
 ) -> None:  # fmt: skip
     """``hw --ray``: every node's sheet, the fleet view, one run folder; exits with their verdicts."""
     from seatrial.hw.fleet import run_hw_ray
-    from seatrial.hw.models import HwReport
-    from seatrial.runs import TrialResult, judge_run
+    from seatrial.runs import TrialResult
+    from seatrial.runs.verdicts import verdict_fields
 
     summary = run_hw_ray(address, cfg, nodes, margin)
     rows = [TrialResult.model_validate(t) for n in summary["nodes"] for t in n["trials"]]
     fleet = [TrialResult.model_validate(t) for t in summary["fleet"]]
     for n in summary["nodes"]:
         console.print(f"node {n['node'][:12]} ({n['hostname']} {n['address']})", highlight=False)
-        out.print(build_table(HwReport.from_json(n)))
+        out.print(hw_sheet(HwReport.from_json(n)))
     if fleet:
-        out.print(build_table(HwReport(gpus=[], trials=fleet)))
-    judged = judge_run(rows + fleet, require)
-    summary |= {k: judged[k] for k in ("passed", "not_measured", "counts", "missing_required")}
+        out.print(hw_sheet(HwReport(gpus=[], trials=fleet)))
+    summary |= verdict_fields(rows + fleet, require)
     console.print(f"passed: {summary['passed']} ({counts_line(summary['counts'])})", highlight=False)
     emit_json(json_path, summary)
-    if out_dir is not None:
-        with RunFolder(
-            out_dir, "hw", {**cfg.model_dump(mode="json"), "ray": address, "nodes": nodes}, requests=False
-        ) as f:
-            f.write_summary(summary)
-        write_report(out_dir)
+    write_folder(out_dir, "hw", {**cfg.model_dump(mode="json"), "ray": address, "nodes": nodes}, summary)
     verdict_exit(rows + fleet, require)
 
 
@@ -101,7 +102,7 @@ def register(app: typer.Typer) -> None:
         """Prove the GPUs: inventory, health, precision paths, burn, collectives, DCGM.
 
         Exit 0 when the run passed, 1 on a failed verdict, 8 when nothing could be measured."""
-        try:
+        with config_errors("hw"):
             cfg = HwConfig(
                 gpus=parse_gpus(gpus),
                 trials=parse_name_list(trials),
@@ -111,14 +112,13 @@ def register(app: typer.Typer) -> None:
                 burn_min_share=burn_min_share,
                 matmul_size=matmul_size,
             )
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            raise ConfigError(f"hw: {'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from None
         if ray:
             fleet_run(ray, cfg, nodes, fleet_margin, parse_name_list(require), json_path, out_dir)
+        from seatrial.hw import run_hw
+
         run = run_hw(cfg)
         sheet = run.report.to_json(parse_name_list(require))
-        out.print(build_table(run.report))
+        out.print(hw_sheet(run.report))
         if not run.report.gpus:
             console.print("no GPU could be used: every trial is UNAVAILABLE (see the reasons above)")
         console.print(f"passed: {sheet['passed']} ({counts_line(sheet['counts'])})", highlight=False)

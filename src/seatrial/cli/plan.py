@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
 from seatrial.cli.common import emit_json, out, parse_int_list, parse_name_list
-from seatrial.plan import PlanResult, plan, search
-from seatrial.plan.models import build_request
+
+if TYPE_CHECKING:
+    from seatrial.plan import PlanResult
 
 _STYLE = {"info": "dim", "warning": "yellow", "error": "bold red"}
 
@@ -50,6 +52,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Plan memory per rank with vLLM's rules. Exit code 1 when it does not fit (or, with --search,
         when no layout fits)."""
+        from seatrial.plan import plan, search
+        from seatrial.plan.models import build_request
+
         request = build_request(
             checkpoint=directory,
             config=config,

@@ -1,25 +1,33 @@
-"""Live console progress for load runs (rich), and the end-of-run level table."""
+"""Live console progress for load runs (rich), and the end-of-run level table.
+
+Every command's module imports this one at ``--help``: the level tables' layer (``runs.levels`` and the
+summary models, about 0.1 s) and rich's progress bars are imported where they are used, not here."""
 
 from __future__ import annotations
 
+import io
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 from rich.text import Text
 
 from seatrial.cli.common import console
-from seatrial.load.records import RequestRecord
-from seatrial.runs.levels import engine_table, level_notes, level_table
-from seatrial.runs.table import Table
+
+if TYPE_CHECKING:
+    from seatrial.load.records import RequestRecord
+    from seatrial.runs.summaries.bench import LevelSummary
+    from seatrial.runs.table import Table
 
 
 class LiveProgress:
     """One bar per level: done/total, output tok/s so far, errors."""
 
     def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
         self._bar = Progress(
             TextColumn("[bold]{task.description:<22}"),
             BarColumn(),
@@ -56,15 +64,44 @@ class LiveProgress:
         rate = self._tokens / max(1e-9, time.perf_counter() - self._t0)
         self._bar.update(self._task, advance=1, tok_s=f"{rate:,.1f}", errors=self._errors)
 
-    def level_end(self, summary: dict[str, Any]) -> None:
+    def level_end(self, summary: LevelSummary) -> None:
         if not console.is_terminal:
             console.print(
-                f"level C={summary['concurrency']}: {summary['requests_ok']} ok, {summary['requests_failed']} failed",
+                f"level {summary.label}: {summary.requests_ok} ok, {summary.requests_failed} failed",
                 highlight=False,
             )
-        if not summary["valid"]:
-            for reason in summary["invalid_reasons"]:
+        if not summary.valid:
+            for reason in summary.invalid_reasons:
                 console.print(f"  [red]INVALID[/] {escape(reason)}", highlight=False)
+
+
+VERDICT_STYLES = {
+    "PASS": "green",
+    "FAIL": "bold red",
+    "UNSUPPORTED": "yellow",
+    "UNAVAILABLE": "dim",
+    "REVIEW_REQUIRED": "magenta",
+    "INCONCLUSIVE": "magenta",
+    "UNSTABLE": "magenta",
+}
+
+
+def verdict_sheet(table: Table) -> RichTable:
+    """A table of verdicts (hw's sheet, accept's trials) for the console: cells as plain text (reasons hold
+    brackets that rich markup would eat), each verdict word in its colour, long cells folded."""
+    out = RichTable(title=table.title, show_lines=False)
+    for col in table.columns:
+        out.add_column(col, overflow="fold")
+    for row in table.rows:
+        out.add_row(*(Text(c, style=VERDICT_STYLES.get(c, "")) for c in row))
+    return out
+
+
+def table_text(table: RichTable, width: int = 160) -> str:
+    """A console table as plain text, as ``seatrial`` prints it (for evidence files such as table.txt)."""
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console.print(table)
+    return console.export_text()
 
 
 def rich_table(table: Table) -> RichTable:
@@ -77,15 +114,35 @@ def rich_table(table: Table) -> RichTable:
     return out
 
 
-def levels_table(levels: list[dict[str, Any]]) -> RichTable:
+def levels_table(levels: list[LevelSummary]) -> RichTable:
+    from seatrial.runs.levels import level_table
+
     return rich_table(level_table(levels))
 
 
-def engine_view_table(levels: list[dict[str, Any]]) -> RichTable | None:
+def engine_view_table(levels: list[LevelSummary]) -> RichTable | None:
+    from seatrial.runs.levels import engine_table
+
     table = engine_table(levels)
     return None if table is None else rich_table(table)
 
 
-def print_level_notes(levels: list[dict[str, Any]]) -> None:
+def server_timing_view(levels: list[LevelSummary]) -> RichTable | None:
+    from seatrial.runs.levels import server_timing_table
+
+    table = server_timing_table(levels)
+    return None if table is None else rich_table(table)
+
+
+def gpu_view(levels: list[LevelSummary]) -> RichTable | None:
+    from seatrial.runs.levels import gpu_table
+
+    table = gpu_table(levels)
+    return None if table is None else rich_table(table)
+
+
+def print_level_notes(levels: list[LevelSummary]) -> None:
+    from seatrial.runs.levels import level_notes
+
     for line in level_notes(levels):
         console.print(f"[yellow]note[/] {escape(line)}", highlight=False)

@@ -9,13 +9,14 @@ import typer
 
 from seatrial.cli.common import out
 from seatrial.errors import ConfigError
-from seatrial.report.html import write_report
 
 
 def report(run_dir: Annotated[Path, typer.Argument(help="A run folder holding summary.json")]) -> None:
     """Write RUN_DIR/report.html: a self-contained page with tables and plots."""
     if not (run_dir / "summary.json").is_file():
         raise ConfigError(f"{run_dir}: no summary.json (is this a seatrial run folder?)")
+    from seatrial.report.html import write_report
+
     out.print(f"wrote {write_report(run_dir)}")
 
 

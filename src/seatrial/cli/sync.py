@@ -10,7 +10,7 @@ import typer
 from rich.live import Live
 from rich.table import Table as RichTable
 
-from seatrial.cli.common import console, emit_json, out
+from seatrial.cli.common import console, emit_json, out, write_folder
 from seatrial.cli.progress import rich_table
 from seatrial.errors import ConfigError, RunInterrupted
 
@@ -58,6 +58,9 @@ def register(app: typer.Typer) -> None:
         ssh_port: int | None = typer.Option(None, "--ssh-port", help="SSH port of the destinations"),
         ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH identity file"),
         known_hosts: Path | None = typer.Option(None, "--known-hosts", help="SSH known_hosts file to use"),
+        accept_new_host_key: bool = typer.Option(
+            False, "--accept-new-host-key", help="Trust an unknown SSH host key on first use (and record it)"
+        ),
         verify: str = typer.Option(
             "key", "--verify", help="key (configs, index, tokenizer, headers) or full (every byte)"
         ),
@@ -73,15 +76,18 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Replicate SRC to every DEST with parallel rsync streams, then prove each is identical. Exit 0
-        when every destination is SRC, 1 when one differs or failed, 4 when one could not be reached."""
+        when every destination is SRC, 1 when one differs or failed, 2 for bad input, 4 when one could not
+        be reached (or its connection dropped), 130 when interrupted (Ctrl-C, SIGTERM, SIGHUP)."""
         from seatrial.fleet.nodes import Ssh
-        from seatrial.fleet.sync import exit_code, sync
+        from seatrial.fleet.sync import sync
         from seatrial.runs.fleet import sync_table
 
         if verify not in ("key", "full"):
             raise ConfigError(f"--verify must be key or full, got {verify!r}")
         view = StreamView()
-        ssh = Ssh(port=ssh_port, key=ssh_key, known_hosts=known_hosts)
+        ssh = Ssh(
+            port=ssh_port, key=ssh_key, known_hosts=known_hosts, accept_new_host_key=accept_new_host_key
+        )
         try:
             summary = sync(src, dests, streams=streams, verify=verify, ssh=ssh, check_only=check,  # type: ignore[arg-type]
                            on_progress=view, bwlimit_mb_s=bwlimit)  # fmt: skip
@@ -91,23 +97,14 @@ def register(app: typer.Typer) -> None:
             ) from None
         finally:
             view.close()
-        for note in summary["plan"]["notes"]:
+        for note in summary.plan.notes:
             console.print(f"[dim]{note}[/]", highlight=False)
         out.print(rich_table(sync_table(summary)))
-        for d in summary["destinations"]:
-            for diff in d.get("differences", []):
-                console.print(f"[red]{d['dest']}[/]: {diff}", highlight=False)
+        for d in summary.destinations:
+            for diff in d.differences:
+                console.print(f"[red]{d.dest}[/]: {diff}", highlight=False)
         emit_json(json_path, summary)
-        _folder(out_dir, "sync", {"src": str(src), "dests": dests, "verify": verify, "check": check}, summary)
-        raise typer.Exit(exit_code(summary))
+        config = {"src": str(src), "dests": dests, "verify": verify, "check": check}
+        write_folder(out_dir, "sync", config, summary)
+        raise typer.Exit(summary.exit_code())
 
-
-def _folder(out_dir: Path | None, command: str, config: dict[str, Any], summary: dict[str, Any]) -> None:
-    if out_dir is None:
-        return
-    from seatrial.report.html import write_report
-    from seatrial.runs import RunFolder
-
-    with RunFolder(out_dir, command, config, requests=False) as folder:
-        folder.write_summary(summary)
-    console.print(f"report: {write_report(out_dir)}", highlight=False)

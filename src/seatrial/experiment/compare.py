@@ -1,31 +1,43 @@
 """``seatrial compare RUN...``: run folders side by side per workload and level, in verdict words.
 
-- Runs of one workload: each against the first (the reference), level by level: medians and tails from
-  the requests (two-level bootstrap intervals: starts, then requests; a single run's interval holds only
-  the spread of its requests) and throughput (Welch over starts, where a run has several).
-- Runs of two deployments (``NAME=PATH`` with two names) over prefill-only, decode-only and mixed
-  workloads (seed 001): per workload and level the ratio of deployment A's speed to B's, then the
-  decode TPOT ratio as the precision share and the rest of the prefill throughput ratio as the topology
-  share: an estimate (a decode gain from reading less memory and a prefill gain from computing less need
-  not be the same factor).
+- Runs of one workload: each against the first (the reference), level by level. With 2 or more starts
+  a side the experiment's machinery decides (one value per start, Welch on the logs, a pooled
+  percentile only with its ``min_samples``, no verdict from a between-start SD below the resolution).
+  With one start on a side the start-to-start variation is unknown: the verdict is INCONCLUSIVE with
+  that reason, and a request-level metric shows the interval its requests alone give, labelled within
+  run (``bootstrap-requests-within-run``). A level whose client stalled is left out of the request
+  timings. Values are geometric means of per-start values for throughputs and pooled statistics (with
+  their n) for request-level metrics; ratios and gains are ratios of geometric means of per-start values.
+- Runs of deployments (``NAME=PATH``) over prefill-only, decode-only and mixed workloads (seed 001), and
+  their capacity runs: seatrial.experiment.deployments (two: per phase and level with intervals, the
+  precision/topology split refused as confounded; a 2 x 2 named PRECISION@TOPOLOGY: each factor with its
+  interval; capacities at the SLO, per GPU and per dollar).
 - Workloads that differ (lengths, ignore_eos, endpoint...) are never compared: ConfigError naming them.
 Verdicts: IMPROVED (the whole interval above +threshold), REGRESSED (below -threshold), NO_EFFECT (inside
-+-threshold), INCONCLUSIVE (anything else, and every figure without an interval).
++-threshold), INCONCLUSIVE (anything else, every figure without an interval between starts, and one start
+on a side). No correction for the many metrics and levels compared: a table to read, not a decision.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from seatrial.errors import ConfigError
+from seatrial.experiment.checks import usable
+from seatrial.experiment.decide import blockers
+from seatrial.experiment.deployments import deployment_comparison
 from seatrial.experiment.plan import lower_is_better
-from seatrial.experiment.sources import WORKLOAD_KEYS, Run, load_runs
-from seatrial.stats.effects import Effect, pooled_effect, pooled_stat, welch_log
+from seatrial.experiment.sources import Run, load_runs, workload_differences
+from seatrial.experiment.values import effect, flat, per_start, pooled_n
+from seatrial.runs.summaries.compare import CompareSummary
+from seatrial.stats.effects import Effect, statistic, within_run
 
 METRICS = ("output_tok_s", "ttft_ms.p50", "ttft_ms.p99", "tpot_ms.p50", "itl_ms.p99", "e2e_ms.p50")
+ONE_START = "one start per side: start-to-start variation unknown"
 
 
 def parse_run_args(args: list[str]) -> list[tuple[str | None, Path]]:
@@ -37,28 +49,38 @@ def parse_run_args(args: list[str]) -> list[tuple[str | None, Path]]:
 
 
 def _value(starts: list[dict[str, Any]], metric: str) -> float | None:
+    """A throughput's geometric mean over starts; a request-level metric's pooled statistic."""
     base, _, stat = metric.partition(".")
     if not stat:
-        vals = [st[base] for st in starts if st.get(base)]
-        return sum(vals) / len(vals) if vals else None
-    return pooled_stat([st["values"].get(base, []) for st in starts], stat)
+        vals = per_start(starts, metric)
+        return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else None
+    parts = [flat(st["values"].get(base, [])) for st in starts]
+    return statistic(np.concatenate(parts) if parts else np.empty(0), stat)
 
 
-def metric_effect(a: list[dict[str, Any]], b: list[dict[str, Any]], metric: str) -> Effect:
+def metric_effect(
+    a: list[dict[str, Any]], b: list[dict[str, Any]], metric: str
+) -> tuple[Effect, list[str], list[str]]:
+    """B against A, what keeps it from a verdict, and the starts left out (see the module docstring)."""
     base, _, stat = metric.partition(".")
     better_higher = not lower_is_better(metric)
-    if not stat:
-        return welch_log(
-            [st[base] for st in a if st.get(base)], [st[base] for st in b if st.get(base)], better_higher
-        )
-    starts_a = [st["values"].get(base, []) for st in a]
-    starts_b = [st["values"].get(base, []) for st in b]
-    return pooled_effect(starts_a, starts_b, stat, better_higher, min_starts=1)
+    (a, out_a), (b, out_b) = usable(a, metric), usable(b, metric)
+    if min(len(a), len(b)) >= 2:
+        e = effect(a, b, metric, better_higher, 0.95)
+        return e, blockers(e, a, b, metric), out_a + out_b
+    why = (
+        ONE_START if len(a) == len(b) == 1 else f"{len(a)}+{len(b)} starts: start-to-start variation unknown"
+    )
+    if not stat or not a or not b:
+        return effect(a, b, metric, better_higher, 0.95), [why], out_a + out_b
+    requests_a = [np.atleast_1d(r) for st in a for r in st["values"].get(base, [])]
+    requests_b = [np.atleast_1d(r) for st in b for r in st["values"].get(base, [])]
+    return within_run(requests_a, requests_b, stat, better_higher), [why], out_a + out_b
 
 
-def verdict(ci: tuple[float | None, float | None], threshold: float) -> str:
+def verdict(ci: tuple[float | None, float | None], threshold: float, blocked: bool = False) -> str:
     lo, hi = ci
-    if lo is None or hi is None:
+    if lo is None or hi is None or blocked:
         return "INCONCLUSIVE"
     if lo > threshold:
         return "IMPROVED"
@@ -77,12 +99,19 @@ def compare_levels(base: Run, other: Run, workload: str, threshold: float) -> li
             continue
         metrics = []
         for metric in METRICS:
-            e = metric_effect(starts_a, starts_b, metric)
-            a, b = _value(starts_a, metric), _value(starts_b, metric)
+            e, blockers, left_out = metric_effect(starts_a, starts_b, metric)
+            ratio = (
+                None
+                if e.log_gain is None
+                else math.exp(-e.log_gain if lower_is_better(metric) else e.log_gain)
+            )
+            kind = "within run" if e.method.endswith("within-run") else "between starts"
             metrics.append({
-                "metric": metric, "baseline": a, "candidate": b, "ratio": b / a if a and b else None,
+                "metric": metric, "baseline": _value(starts_a, metric), "candidate": _value(starts_b, metric),
+                "pooled_n": [pooled_n(starts_a, metric), pooled_n(starts_b, metric)], "ratio": ratio,
                 "gain_pct": e.gain_pct, "ci_pct": list(e.ci_pct), "method": e.method,
-                "starts": [e.n_a, e.n_b], "verdict": verdict(e.ci_pct, threshold),
+                "interval": kind if e.ci_pct[0] is not None else None, "starts": [e.n_a, e.n_b],
+                "verdict": verdict(e.ci_pct, threshold, bool(blockers)), "reasons": blockers + left_out,
             })  # fmt: skip
         rows.append({"workload": workload, "level": level, "baseline": base.label, "candidate": other.label,
                      "metrics": metrics})  # fmt: skip
@@ -91,10 +120,6 @@ def compare_levels(base: Run, other: Run, workload: str, threshold: float) -> li
 
 def _order(level: str) -> float:
     return float(level.removeprefix("C=").removesuffix("/s"))
-
-
-def workload_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    return [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in WORKLOAD_KEYS if a.get(k) != b.get(k)]
 
 
 def _one_workload(runs: list[Run]) -> str:
@@ -115,93 +140,58 @@ def _one_workload(runs: list[Run]) -> str:
     return key
 
 
-def deployment_comparison(
-    a: list[Run], b: list[Run], names: tuple[str, str], threshold: float
-) -> dict[str, Any]:
-    """Seed 001's table: per workload kind and level, A's speed over B's; the precision and topology shares."""
-
-    def by_kind(runs: list[Run]) -> dict[str, tuple[Run, str]]:
-        out: dict[str, tuple[Run, str]] = {}
-        for r in runs:
-            for key, fields in r.workloads.items():
-                out[fields["name"]] = (r, key)
-        return out
-
-    ka, kb = by_kind(a), by_kind(b)
-    comparisons, phases = [], []
-    for kind in sorted(ka.keys() & kb.keys()):
-        (ra, key_a), (rb, key_b) = ka[kind], kb[kind]
-        diffs = workload_differences(ra.workloads[key_a], rb.workloads[key_b])
-        if diffs:
-            raise ConfigError(
-                f"{names[0]} and {names[1]} ran {kind!r} differently ({'; '.join(diffs)}): not compared"
-            )
-        rows = compare_levels(rb, ra, key_a, threshold)  # A as the candidate: gains are A's over B
-        comparisons += rows
-        for row in rows:
-            m = {x["metric"]: x for x in row["metrics"]}
-            tok = m["output_tok_s"]
-            ttft, tpot = m["ttft_ms.p50"], m["tpot_ms.p50"]
-            prompt = _prompt_ratio(ra, rb, key_a, row["level"])
-            phases.append({
-                "workload": kind, "level": row["level"],
-                "prefill_throughput_ratio": prompt,  # A's prompt tok/s over B's
-                "ttft_ratio": _inverse(ttft["ratio"]),  # B's TTFT over A's: how many times faster A is
-                "tpot_ratio": _inverse(tpot["ratio"]), "output_tok_s_ratio": tok["ratio"],
-            })  # fmt: skip
-    decode = [p["tpot_ratio"] for p in phases if p["workload"] == "decode" and p["tpot_ratio"]]
-    precision = statistics.median(decode) if decode else None
-    shares = []
-    for p in phases:
-        if p["workload"] == "prefill" and p["prefill_throughput_ratio"] and precision:
-            shares.append({"level": p["level"], "prefill_ratio": p["prefill_throughput_ratio"],
-                           "precision_share": precision, "topology_share": p["prefill_throughput_ratio"] / precision})  # fmt: skip
-    return {"names": list(names), "comparisons": comparisons, "phases": phases, "precision_share": precision,
-            "decode_tpot_ratios": decode, "split": shares, "estimate": True,
-            "missing": sorted((ka.keys() | kb.keys()) - (ka.keys() & kb.keys()))}  # fmt: skip
-
-
-def _inverse(ratio: float | None) -> float | None:
-    return 1 / ratio if ratio else None
-
-
-def _prompt_ratio(a: Run, b: Run, key: str, level: str) -> float | None:
-    """A's prompt tokens per second over B's at one level (the seed's prefill throughput)."""
-
-    def rate(run: Run) -> float | None:
-        starts = run.levels.get((key, level)) or []
-        vals = [
-            st["prompt_tokens"] / st["duration_s"]
-            for st in starts
-            if st.get("prompt_tokens") and st.get("duration_s")
-        ]
-        return sum(vals) / len(vals) if vals else None
-
-    x, y = rate(a), rate(b)
-    return x / y if x and y else None
-
-
-def compare(args: list[str], threshold: float = 5.0) -> dict[str, Any]:
+def compare(args: list[str], threshold: float = 5.0) -> CompareSummary:
     """The comparison of the run folders named by ``args`` (``PATH`` or ``NAME=PATH``)."""
     parsed = parse_run_args(args)
     runs_by_arg = [(name, load_runs(path, name if name else None)) for name, path in parsed]
-    named = {name for name, _ in runs_by_arg if name}
-    if len(named) == 2 and all(name for name, _ in runs_by_arg):
-        first, second = (n for n in dict.fromkeys(name for name, _ in runs_by_arg))
-        a = [r for n, rs in runs_by_arg if n == first for r in rs]
-        b = [r for n, rs in runs_by_arg if n == second for r in rs]
-        dep = deployment_comparison(a, b, (str(first), str(second)), threshold)
-        return {"mode": "deployments", "threshold_pct": threshold, "runs": [str(p) for _, p in parsed],
-                "comparisons": dep.pop("comparisons"), "deployment": dep}  # fmt: skip
-    runs = [r for _, rs in runs_by_arg for r in rs]
+    named: dict[str, list[Run]] = {}
+    for name, rs in runs_by_arg:
+        if name:
+            named.setdefault(name, []).extend(rs)
+    if len(named) >= 2 and all(name for name, _ in runs_by_arg):
+        dep = deployment_comparison(named)
+        return CompareSummary.model_validate({
+            "mode": "deployments", "threshold_pct": threshold, "runs": [str(p) for _, p in parsed],
+            "comparisons": _pair_rows(named, threshold) if dep["design"] == "pair" else [], "deployment": dep,
+        })  # fmt: skip
+    runs = [r for _, rs in runs_by_arg for r in rs if r.capacity is None]
+    if any(r.capacity is not None for _, rs in runs_by_arg for r in rs):
+        raise ConfigError("capacity runs are compared as deployments: NAME=PATH for each (see docs/capacity.md)")
     if len(runs) < 2:
         raise ConfigError("compare needs two or more runs (an experiment folder gives one per setting)")
     workload = _one_workload(runs)
     comparisons = [row for other in runs[1:] for row in compare_levels(runs[0], other, workload, threshold)]
     if not comparisons:
         raise ConfigError(f"no level of {runs[0].label} is in the other runs (they share no valid level)")
-    return {"mode": "runs", "threshold_pct": threshold, "reference": runs[0].label, "workload": workload,
-            "runs": [r.label for r in runs], "comparisons": comparisons}  # fmt: skip
+    return CompareSummary.model_validate({
+        "mode": "runs", "threshold_pct": threshold, "reference": runs[0].label, "workload": workload,
+        "runs": [r.label for r in runs], "comparisons": comparisons,
+    })  # fmt: skip
+
+
+def _pair_rows(named: dict[str, list[Run]], threshold: float) -> list[dict[str, Any]]:
+    """Two deployments level by level in verdict words, the first as the candidate (gains are its); a
+    deployment's runs of one workload kind are pooled as its starts."""
+    (name_a, a), (name_b, b) = named.items()
+    rows = []
+    for kind in sorted(_pooled(a, name_a).keys() & _pooled(b, name_b).keys()):
+        ra, rb = _pooled(a, name_a)[kind], _pooled(b, name_b)[kind]
+        rows += compare_levels(rb, ra, next(iter(ra.workloads)), threshold)
+    return rows
+
+
+def _pooled(runs: list[Run], name: str) -> dict[str, Run]:
+    """One Run per workload kind holding the starts of all of this deployment's runs of that kind."""
+    out: dict[str, Run] = {}
+    for r in runs:
+        if r.capacity is not None:
+            continue
+        for key, fields in r.workloads.items():
+            pool = out.setdefault(fields["name"], Run(name, "deployment", r.path, {key: fields}))
+            for (k, level), starts in r.levels.items():
+                if k == key:
+                    pool.levels.setdefault((key, level), []).extend(starts)
+    return out
 
 
 def finite(v: float | None) -> bool:

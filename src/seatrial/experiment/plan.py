@@ -9,19 +9,24 @@ environment variable); a treatment identical to the baseline is an A/A control. 
 from __future__ import annotations
 
 import hashlib
+import random
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import orjson
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from seatrial.errors import ConfigError
-from seatrial.load.config import Arrival, BenchConfig, Endpoint, Stamps, WorkloadName
+from seatrial.capacity.config import CapacityConfig
+from seatrial.errors import ConfigError, config_errors
+from seatrial.load.settings import BenchSettings
+from seatrial.load.workloads import WORKLOADS
 
 #: Metrics a decision or a guardrail can name: a level's throughput (one value per start) or a
 #: request-level distribution (``ttft_ms.p99``, pooled over the starts' requests).
 THROUGHPUTS = ("output_tok_s", "total_tok_s", "request_s")
+CAPACITY = "capacity"  # the load a start carried within an SLO (seatrial capacity's search, per start)
+SEARCH_LEVEL = 0  # where a start's capacities are kept among its levels (no bench level has concurrency 0)
 DISTRIBUTIONS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "per_user_output_tok_s")
 STATS = ("mean", "p50", "p90", "p95", "p99")
 LOWER_IS_BETTER = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
@@ -33,11 +38,11 @@ class _Model(BaseModel):
 
 def check_metric(name: str) -> str:
     base, _, stat = name.partition(".")
-    if base in THROUGHPUTS and not stat:
+    if (base in THROUGHPUTS and not stat) or name == CAPACITY:
         return name
     if base in DISTRIBUTIONS and stat in STATS:
         return name
-    known = [*THROUGHPUTS, *(f"{d}.{s}" for d in DISTRIBUTIONS for s in STATS)]
+    known = [*THROUGHPUTS, CAPACITY, *(f"{d}.{s}" for d in DISTRIBUTIONS for s in STATS)]
     raise ValueError(f"unknown metric {name!r}; known: {', '.join(known)}")
 
 
@@ -73,6 +78,9 @@ class Serve(_Model):
     ready_timeout_s: float = Field(900.0, gt=0)
     stop_grace_s: float = Field(60.0, gt=0)
     guard: GuardSettings | None = None
+    # once each start is ready, every thread of it at this nice (server.process.lower_priority): a client
+    # on the same host then gets a CPU whenever it needs one; start-up had the host to itself
+    nice: int | None = Field(None, ge=0, le=19)
 
     @field_validator("command")
     @classmethod
@@ -81,6 +89,25 @@ class Serve(_Model):
             raise ValueError("the command must contain {port} (each start gets a free port)")
         return v
 
+    @model_validator(mode="after")
+    def _grace_over_the_guards(self) -> Serve:
+        """Under the guard, the experiment must wait longer than the guard waits for the server: else the
+        guard is killed mid-shutdown and the server it was stopping is left."""
+        if self.guard is None:
+            return self
+        from seatrial.guard.config import parse_duration_s
+
+        try:
+            guard_s = parse_duration_s(self.guard.stop_grace, "guard.stop_grace")
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        if self.stop_grace_s <= guard_s:
+            raise ValueError(
+                f"stop_grace_s {self.stop_grace_s:g} must exceed guard.stop_grace {self.guard.stop_grace} ({guard_s:g} s): "
+                "the guard needs its own grace to stop the server before the experiment kills the guard"
+            )
+        return self
+
 
 class Setting(_Model):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.=+-]*$")
@@ -88,74 +115,44 @@ class Setting(_Model):
     env: dict[str, str] = Field(default_factory=dict)
 
 
-class Workload(_Model):
-    """What ``seatrial bench`` takes, by the same names."""
-
-    model: str | None = None
-    tokenizer: Path | None = None
-    endpoint: Endpoint = "completions"
-    api_key_env: str = "OPENAI_API_KEY"
-    workload: WorkloadName = "random"
-    input_len: int = Field(256, ge=1)
-    output_len: int = Field(64, ge=1)
-    ignore_eos: bool = True
-    seed: int | None = None  # one for the whole experiment: every start sends the same prompts
-    prefix_len: int = Field(512, ge=1)
-    num_prefixes: int = Field(4, ge=1)
-    long_share: float = Field(0.2, ge=0, le=1)
-    long_input_len: int = Field(2048, ge=1)
-    file: Path | None = None
-    concurrency: list[int] = Field(default_factory=lambda: [1])
-    rate: float | None = Field(None, gt=0)
-    max_concurrency: int | None = Field(None, ge=1)
-    arrival: Arrival = "poisson"
-    requests: int = Field(32, ge=1)
-    warmup: int = Field(4, ge=0)
-    timeout_s: float = Field(600.0, gt=0)
-    stall_timeout_s: float = Field(120.0, gt=0)
-    max_error_rate: float = Field(0.0, ge=0, le=1)
-    max_lag_ms: float = Field(50.0, gt=0)
-    stamps: Stamps = "kernel"
-    workers: int = Field(1, ge=1)  # client processes sharing each level
-    ray: str | None = None  # or Ray client actors (--clients of them) on this cluster
-    clients: int = Field(2, ge=1)
-
-    @field_validator("concurrency", mode="before")
-    @classmethod
-    def _levels(cls, v: Any) -> Any:
-        return [v] if isinstance(v, int) else v
-
-    def bench_config(self, url: str, seed: int) -> BenchConfig:
-        w = self
-        return BenchConfig.model_validate(
-            {
-                "target": {"url": url, "model": w.model, "tokenizer": w.tokenizer, "endpoint": w.endpoint,
-                           "api_key_env": w.api_key_env},
-                "workload": {"name": w.workload, "input_len": w.input_len, "output_len": w.output_len,
-                             "ignore_eos": w.ignore_eos, "seed": seed, "prefix_len": w.prefix_len,
-                             "num_prefixes": w.num_prefixes, "long_share": w.long_share,
-                             "long_input_len": w.long_input_len, "file": w.file},
-                "load": {"concurrency": w.concurrency, "rate": w.rate, "max_concurrency": w.max_concurrency,
-                         "arrival": w.arrival, "requests": w.requests, "warmup": w.warmup,
-                         "timeout_s": w.timeout_s, "stall_timeout_s": w.stall_timeout_s,
-                         "max_error_rate": w.max_error_rate, "max_lag_ms": w.max_lag_ms, "stamps": w.stamps,
-                         "workers": w.workers, "ray": w.ray, "clients": w.clients},
-            }
-        )  # fmt: skip
-
-
 class DecisionProfile(_Model):
-    """One profile judged apart (seed 000: interactive C=4, batch C=8)."""
+    """One profile judged apart (seed 000: interactive C=4, batch C=8). ``metric: capacity`` runs
+    ``seatrial capacity``'s search (``capacity:``: its SLO, attainment, mode...) on every start and decides on
+    the capacity each start found (one value per start, as throughput); it has no level of its own."""
 
-    concurrency: int = Field(ge=1)
+    concurrency: int | None = Field(None, ge=1)
     metric: str = "output_tok_s"
     higher_is_better: bool | None = None  # default: from the metric (latencies lower, rates higher)
     min_gain_pct: float = Field(5.0, ge=0)
+    capacity: CapacityConfig | None = None
 
     @field_validator("metric")
     @classmethod
     def _metric(cls, v: str) -> str:
         return check_metric(v)
+
+    @model_validator(mode="after")
+    def _capacity(self) -> DecisionProfile:
+        if self.metric == CAPACITY and self.capacity is None:
+            raise ValueError("metric capacity needs capacity: {slo: ..., attainment: ..., mode: ...}")
+        if self.metric != CAPACITY and self.capacity is not None:
+            raise ValueError(f"capacity: is for metric capacity, not {self.metric}")
+        if self.metric == CAPACITY and self.concurrency is not None:
+            raise ValueError("a capacity profile searches its own loads: leave out concurrency")
+        if self.metric != CAPACITY and self.concurrency is None:
+            raise ValueError("concurrency: the level this profile is decided at")
+        return self
+
+    @property
+    def at(self) -> int:
+        """The level this profile is decided at: its concurrency, or :data:`SEARCH_LEVEL` where a capacity
+        profile's values are kept (one per start, beside the bench levels)."""
+        return SEARCH_LEVEL if self.concurrency is None else self.concurrency
+
+    def key(self, name: str) -> str:
+        """The name of this profile's per-start value: its metric, or ``capacity:<profile>`` (each
+        capacity profile has a search of its own)."""
+        return f"{CAPACITY}:{name}" if self.metric == CAPACITY else self.metric
 
     @property
     def better_higher(self) -> bool:
@@ -189,22 +186,34 @@ class ExperimentPlan(_Model):
     serve: Serve
     baseline: Setting
     treatments: list[Setting] = Field(min_length=1)
-    workload: Workload
-    starts: int = Field(3, ge=2)
+    workload: BenchSettings  # what `seatrial bench` takes, by the same names
+    starts: int = Field(4, ge=2)
     order: Literal["interleaved", "random"] = "interleaved"
     seed: int = 0  # the order's, with ``random``; and the prompts', when the workload names none
     decide: Decide
     allow_multi: bool = False
     retries: int = Field(1, ge=0)  # a start that does not come up is tried again this many times
+    # a setting with a start that did not come up or measured an INVALID level is decided from the others
+    allow_failed_starts: bool = False
 
     @model_validator(mode="after")
     def _checks(self) -> ExperimentPlan:
         names = [self.baseline.name, *(t.name for t in self.treatments)]
         if len(set(names)) != len(names):
             raise ValueError(f"setting names must differ, got {names}")
-        levels = set(self.workload.concurrency) if self.workload.rate is None else set()
+        if self.workload.otlp_listen is not None:
+            flagged = [a for a in [*self.serve.command, *(x for s in self.settings for x in s.args)]
+                       if a == "--disable-log-stats"]  # fmt: skip
+            if flagged:
+                raise ValueError(
+                    "workload.otlp_listen asks the starts for spans, which vLLM 0.32 cannot export with "
+                    "--disable-log-stats (it then fails every request): drop that flag"
+                )
+        wl = self.workload
+        closed = wl.rate is None and wl.ramp_up is None and not WORKLOADS[wl.workload].timed
+        levels = set(wl.concurrency) if closed else set()
         for name, p in self.decide.profiles.items():
-            if levels and p.concurrency not in levels:
+            if levels and p.concurrency is not None and p.concurrency not in levels:
                 raise ValueError(
                     f"decide.profiles.{name}.concurrency {p.concurrency} is not a workload level {sorted(levels)}"
                 )
@@ -281,28 +290,36 @@ def load_plan(path: Path) -> ExperimentPlan:
         raise ConfigError(f"{path}: {exc}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
-    try:
+    with config_errors(str(path)):
         plan = ExperimentPlan.model_validate(raw)
-    except ValidationError as exc:
-        msgs = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{path}: {msgs}") from None
     check_single_variable(plan)
     return plan
 
 
 def schedule(plan: ExperimentPlan) -> list[tuple[str, int]]:
-    """(setting, start index) in the order they run: ``interleaved`` blocks of every setting, forward then
-    backward (ABBA...), so that drift over the run falls on every setting alike; or ``random`` with the
-    plan's seed."""
+    """(setting, start index) in the order they run, in blocks of one start of every setting:
+    ``interleaved`` runs the blocks forward then backward (ABBA...), so that a linear drift over the run
+    falls on every setting alike (exactly, with an even number of starts); ``random`` runs each block in
+    its own random permutation (the plan's seed)."""
     names = [s.name for s in plan.settings]
-    if plan.order == "random":
-        import random
-
-        runs = [(n, k) for k in range(plan.starts) for n in names]
-        random.Random(plan.seed).shuffle(runs)
-        return runs
+    rng = random.Random(plan.seed)
     out = []
     for k in range(plan.starts):
-        block = names if k % 2 == 0 else names[::-1]
+        if plan.order == "random":
+            block = rng.sample(names, len(names))
+        else:
+            block = names if k % 2 == 0 else names[::-1]
         out += [(n, k) for n in block]
     return out
+
+
+def order_warnings(plan: ExperimentPlan) -> list[str]:
+    """What the order cannot do for this plan, in words."""
+    if plan.order == "interleaved" and plan.starts % 2:
+        gap = (len(plan.settings) - 1) / plan.starts
+        return [
+            f"starts: {plan.starts} with interleaved (ABBA) order: a linear drift cancels only over an even "
+            f"number of starts; with {plan.starts}, up to {gap:.2g} of a slot's drift falls into a difference "
+            f"between settings (use {plan.starts + 1})"
+        ]
+    return []

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seatrial.errors import ConfigError
+from seatrial.errors import ConfigError, config_errors
 from seatrial.jsonio import read_json
 from seatrial.runs import read_jsonl
+from seatrial.runs.summaries.accept import AcceptSummary
 
 REQUEST_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "per_user_output_tok_s")
 #: What makes two workloads the same measurement (a difference in any refuses a comparison).
@@ -18,30 +19,48 @@ WORKLOAD_KEYS = ("name", "input_len", "output_len", "ignore_eos", "endpoint", "p
                  "long_share", "long_input_len", "file")  # fmt: skip
 
 
-def _level_id(row: dict[str, Any]) -> str:
-    rid = str(row.get("request_id", ""))
-    return rid.split("-", 1)[0]
+def workload_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """What makes two runs' workloads different measurements (empty: the same)."""
+    return [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in WORKLOAD_KEYS if a.get(k) != b.get(k)]
 
 
-def level_values(folder: Path, index: int | None, concurrency: int) -> dict[str, list[float]]:
-    """The measured, successful requests of one level (``L<index>-*``, or by concurrency for folders
-    written before levels had an index), by metric."""
-    out: dict[str, list[float]] = {m: [] for m in REQUEST_METRICS}
+def in_level(row: dict[str, Any], index: int) -> bool:
+    """Whether a request row is of level ``index``: its ``level``; of a row written before records carried
+    their level, its id's ``L<index>-`` prefix."""
+    if "level" in row:
+        return bool(row["level"] == index)
+    return str(row.get("request_id", "")).split("-", 1)[0] == f"L{index}"
+
+
+def level_values(folder: Path, index: int | None, concurrency: int) -> dict[str, list[Any]]:
+    """The measured, successful requests of one level (by :func:`in_level`, or by concurrency for folders
+    written before levels had an index), by metric: one value per request, and for ``itl_ms`` one list
+    per request (its gaps stay together)."""
+    out: dict[str, list[Any]] = {m: [] for m in REQUEST_METRICS}
     path = folder / "requests.jsonl"
     for r in read_jsonl(path) if path.exists() else []:
         if r.get("phase") != "measure" or r.get("error") is not None:
             continue
-        if index is not None and _level_id(r) != f"L{index}":
+        if index is not None and not in_level(r, index):
             continue
         if index is None and r.get("concurrency") != concurrency:
             continue
         for key in ("ttft_ms", "tpot_ms", "e2e_ms"):
             if r.get(key) is not None:
                 out[key].append(float(r[key]))
-        out["itl_ms"] += [float(x) for x in r.get("itl_ms") or []]
+        out["itl_ms"].append([float(x) for x in r.get("itl_ms") or []])
         if r.get("e2e_ms") and r.get("output_tokens"):
             out["per_user_output_tok_s"].append(r["output_tokens"] / (r["e2e_ms"] / 1000))
     return out
+
+
+def stall_reason(level: dict[str, Any], max_lag_ms: float | None) -> str | None:
+    """Why a level's request timings are not the server's: its client's event loop woke later than
+    ``max_lag_ms`` at p99 (tokens waited unread); None when it did not, or nothing says."""
+    lag = (level.get("client_timing") or {}).get("loop_lag_ms_p99")
+    if lag is None or max_lag_ms is None or lag <= max_lag_ms:
+        return None
+    return f"client stalled: event loop {lag:.0f} ms late at p99 (> max_lag_ms {max_lag_ms:g})"
 
 
 @dataclass
@@ -54,6 +73,7 @@ class Run:
     workloads: dict[str, dict[str, Any]] = field(default_factory=dict)  # workload key -> its fields
     # (workload key, level label) -> per start: the level summary plus "values" (requests by metric)
     levels: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    capacity: dict[str, Any] | None = None  # a capacity run's summary (its levels are probes, not compared)
 
 
 def workload_key(w: dict[str, Any]) -> str:
@@ -64,13 +84,18 @@ def _label(level: dict[str, Any]) -> str:
     return f"C={level['concurrency']}" if level.get("rate") is None else f"{level['rate']:g}/s"
 
 
-def _add(run: Run, workload: dict[str, Any], level: dict[str, Any], folder: Path) -> None:
+def _add(
+    run: Run, workload: dict[str, Any], level: dict[str, Any], folder: Path, max_lag_ms: float | None = None
+) -> None:
     key = workload_key(workload)
     run.workloads[key] = workload
     if not level.get("valid", True):
         return
     values = level_values(folder, level.get("index"), level["concurrency"])
-    run.levels.setdefault((key, _label(level)), []).append({**level, "values": values})
+    starts = run.levels.setdefault((key, _label(level)), [])
+    starts.append(
+        {**level, "values": values, "start": len(starts), "stalled": stall_reason(level, max_lag_ms)}
+    )
 
 
 def _bench_workload(config: dict[str, Any]) -> dict[str, Any]:
@@ -81,8 +106,9 @@ def _bench_workload(config: dict[str, Any]) -> dict[str, Any]:
 
 def _bench(path: Path, label: str, run_info: dict[str, Any], summary: dict[str, Any]) -> list[Run]:
     run = Run(label, "bench", path)
+    config = run_info.get("config") or {}
     for level in summary.get("levels", []):
-        _add(run, _bench_workload(run_info.get("config") or {}), level, path)
+        _add(run, _bench_workload(config), level, path, (config.get("load") or {}).get("max_lag_ms"))
     return [run]
 
 
@@ -95,7 +121,7 @@ def _experiment(path: Path, label: str, run_info: dict[str, Any], summary: dict[
         run = Run(f"{label}/{s['name']}", "experiment", path)
         for st in s["starts"]:
             for level in st.get("levels", []):
-                _add(run, workload, level, path / st["folder"])
+                _add(run, workload, level, path / st["folder"], w.get("max_lag_ms"))
         runs.append(run)
     return runs
 
@@ -106,16 +132,18 @@ def _accept(path: Path, label: str, run_info: dict[str, Any], summary: dict[str,
     profile = (run_info.get("config") or {}).get("profile") or {}
     trials = profile.get("trials") or {}
     run = Run(label, "accept", path)
-    for t in summary.get("trials", []):
-        ev = t.get("evidence") or {}
-        cfg = trials.get(t["name"]) or {}
-        if t["name"] == "basic" and ev.get("level"):
+    with config_errors(str(path / "summary.json")):
+        accepted = AcceptSummary.model_validate(summary)
+    for t in accepted.trials:
+        ev, name = t.evidence, t.name
+        cfg = trials.get(name) or {}
+        if name == "basic" and ev.get("level"):
             _add(run, _random(cfg["input_len"], cfg["output_len"]), ev["level"], path)
-        elif t["name"] == "context":
+        elif name == "context":
             for part in ("short", "long"):
                 if isinstance(ev.get(part), dict) and ev[part].get("level"):
                     _add(run, _random(ev[part]["input_len"], cfg["output_len"]), ev[part]["level"], path)
-        elif t["name"] == "saturation":
+        elif name == "saturation":
             for step in ev.get("steps", []):
                 level = {**step, "valid": step.get("delivered", True) and not step.get("invalid_reasons")}
                 _add(run, _random(cfg["input_len"], cfg["output_len"]), level, path)
@@ -128,7 +156,16 @@ def _random(input_len: int, output_len: int) -> dict[str, Any]:
             "long_input_len": None, "file": None}  # fmt: skip
 
 
-READERS = {"bench": _bench, "experiment": _experiment, "accept": _accept}
+def _capacity(path: Path, label: str, run_info: dict[str, Any], summary: dict[str, Any]) -> list[Run]:
+    """A capacity run: its workload, and its summary (capacity at the SLO, per GPU, cost)."""
+    run = Run(label, "capacity", path, capacity=summary)
+    bench = (run_info.get("config") or {}).get("bench") or {}
+    workload = _bench_workload(bench)
+    run.workloads[workload_key(workload)] = workload
+    return [run]
+
+
+READERS = {"bench": _bench, "experiment": _experiment, "accept": _accept, "capacity": _capacity}
 
 
 def load_runs(path: Path, label: str | None = None) -> list[Run]:
@@ -139,6 +176,6 @@ def load_runs(path: Path, label: str | None = None) -> list[Run]:
     command = run_info.get("command")
     if command not in READERS:
         raise ConfigError(
-            f"{path}: a `{command}` run folder; compare takes bench, accept or experiment folders"
+            f"{path}: a `{command}` run folder; compare takes bench, accept, experiment or capacity folders"
         )
     return READERS[command](path, label or path.name, run_info, summary)

@@ -1,7 +1,13 @@
 """``seatrial doctor NODE...``: prove every node runs the same contract (seed 000: the same image, the same
 runtime patches, the same checkpoint on both ranks). Each node's fingerprint comes from the probe (over
 SSH, or here); the items are compared across nodes: PASS when every node has the same value, FAIL
-naming who differs, UNAVAILABLE where a node could not read the item (no NVIDIA driver, no docker)."""
+naming who differs, UNAVAILABLE where a node could not read the item (no NVIDIA driver, no docker).
+
+The checkpoint is read from the node's files every time (its key manifest); where sync left a manifest
+there, the files are also compared with it and each file changed since the sync is named. Environment
+variables are compared by SHA-256 and shown only where nothing about them looks secret
+(:func:`seatrial.runs.redact.env_digests`). A node that cannot be reached fails alone: the others are
+compared and the summary names it (exit 4)."""
 
 from __future__ import annotations
 
@@ -12,10 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from seatrial.errors import ConfigError
-from seatrial.fleet.nodes import Place, Ssh, run_probe
-from seatrial.runs.redact import SECRET_WORDS
+from seatrial.errors import ConfigError, ServerError
+from seatrial.fleet.nodes import Place, Ssh, check_host, run_probe
+from seatrial.fleet.verify import differences, printable
+from seatrial.runs.redact import env_digests
 from seatrial.runs.result import TrialResult
+from seatrial.runs.summaries.fleet import DoctorSummary
 from seatrial.runs.verdicts import judge_run
 from seatrial.verdict import Verdict
 
@@ -36,13 +44,13 @@ def parse_node(spec: str, model_dir: str | None) -> Node:
     host, _, path = spec.partition(":")
     if not host:
         raise ConfigError(f"{spec!r}: expected local, [user@]host or either with :MODEL_DIR")
+    check_host(host)
     return Node(spec, Place(host, path or model_dir or ""))
 
 
 def probe_args(node: Node, files: list[str], image: str | None, prefixes: list[str]) -> dict[str, Any]:
     return {"action": "fingerprint", "packages": list(PACKAGES), "files": files, "image": image,
-            "model_dir": node.place.path or None, "env_prefixes": prefixes,
-            "secret_words": [*SECRET_WORDS, "token", "pass"]}  # fmt: skip
+            "model_dir": node.place.path or None, "env_prefixes": prefixes}  # fmt: skip
 
 
 def _unavailable(value: Any) -> str | None:
@@ -71,8 +79,34 @@ def items(fp: dict[str, Any]) -> dict[str, Any]:
     if model is not None:
         out["model.manifest"] = model if _unavailable(model) else _model_digest(model)
         out["model.files"] = model if _unavailable(model) else model.get("key")
+        if not _unavailable(model):
+            out["model.since_sync"] = model.get("since_sync")
     out |= {f"env.{k}": v for k, v in (fp.get("env") or {}).items()}
     return out
+
+
+def since_sync(model: dict[str, Any]) -> Any:
+    """What changed in the node's checkpoint since sync verified it: a list of sentences naming each file
+    (empty: nothing), "no sync manifest", or ``{"error"}`` when the manifest sync left cannot be read."""
+    synced = model.pop("synced", None)
+    now = model.pop("manifest", None)
+    if synced is None:
+        return "no sync manifest"
+    if "error" in synced or now is None:
+        return {"error": synced.get("error", "no manifest of the files")}
+    return [f"{d} (changed since sync)" for d in differences(synced, now)]
+
+
+def _prepared(fp: dict[str, Any]) -> dict[str, Any]:
+    """A node's fingerprint as it is kept and written: the environment by digest, the checkpoint's state
+    against its sync manifest (the bulky manifests themselves dropped)."""
+    fp = {**fp, "env": env_digests(fp.get("env") or {})}
+    model = fp.get("model")
+    if isinstance(model, dict) and not _unavailable(model):
+        model = dict(model)
+        model["since_sync"] = since_sync(model)
+        fp["model"] = model
+    return fp
 
 
 def _model_digest(model: dict[str, Any]) -> str:
@@ -85,6 +119,8 @@ def judge_item(name: str, values: dict[str, Any]) -> TrialResult:
     reasons where a node could not read it."""
     unread = {n: why for n, v in values.items() if (why := _unavailable(v)) is not None}
     evidence = {"values": values}
+    if name == "model.since_sync":
+        return _judge_since_sync(values)
     if unread:
         reasons = [f"{n}: {why}" for n, why in unread.items()]
         return TrialResult(name=name, verdict=Verdict.UNAVAILABLE, reasons=reasons, evidence=evidence)
@@ -99,6 +135,19 @@ def judge_item(name: str, values: dict[str, Any]) -> TrialResult:
     return TrialResult(
         name=name, verdict=Verdict.FAIL, reasons=[f"{name} differs: {'; '.join(words)}"], evidence=evidence
     )
+
+
+def _judge_since_sync(values: dict[str, Any]) -> TrialResult:
+    """FAIL when a node's files changed since sync verified them, or its sync manifest cannot be read;
+    a node without one is not judged by it (its files are still compared with the other nodes')."""
+    reasons = []
+    for node, v in values.items():
+        if isinstance(v, dict):
+            reasons.append(f"{node}: sync manifest unusable: {v.get('error')}")
+        elif isinstance(v, list):
+            reasons += [f"{node}: {d}" for d in v]
+    verdict = Verdict.FAIL if reasons else Verdict.PASS
+    return TrialResult(name="model.since_sync", verdict=verdict, reasons=reasons, evidence={"values": values})
 
 
 def _file_differences(values: dict[str, Any]) -> list[str]:
@@ -118,6 +167,8 @@ def _file_differences(values: dict[str, Any]) -> list[str]:
 
 
 def _short(v: Any) -> str:
+    if isinstance(v, dict) and "sha256" in v:  # an environment variable (runs.redact.env_digests)
+        return v.get("value", f"sha256 {v['sha256'][:12]} ({v.get('hidden')})")
     text = v if isinstance(v, str) else json.dumps(v)
     return "unset" if v is None else (text if len(text) <= 80 else text[:77] + "...")
 
@@ -138,7 +189,7 @@ def doctor(
     ssh: Ssh | None = None,
     python: str = "python3",
     probe: Callable[[Node, dict[str, Any]], Any] | None = None,
-) -> dict[str, Any]:
+) -> DoctorSummary:
     """The fingerprints of every node (at once) and the item-by-item comparison. ``probe`` runs the probe
     on a node (default: over SSH, or here for ``local``); ServerError (exit 4) when a node cannot be reached."""
     if len(nodes) < 2:
@@ -146,24 +197,34 @@ def doctor(
     parsed = [parse_node(n, model_dir) for n in nodes]
     prefixes = env_prefixes or list(DEFAULT_PREFIXES)
     run = probe or (lambda node, args: run_probe(node.place, args, ssh or Ssh(), python, timeout_s=300))
+
+    def one(node: Node) -> tuple[str, Any]:
+        try:
+            return node.name, run(node, probe_args(node, files or [], image, prefixes))
+        except ServerError as exc:  # this node fails alone: the others are still compared
+            return node.name, {"unreachable": str(exc)}
+
     with ThreadPoolExecutor(max_workers=len(parsed)) as pool:
-        prints = list(pool.map(lambda n: run(n, probe_args(n, files or [], image, prefixes)), parsed))
-    return summarize({n.name: fp for n, fp in zip(parsed, prints, strict=True)})
+        return summarize(dict(pool.map(one, parsed)))
 
 
-def summarize(fingerprints: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The item-by-item comparison of the nodes' fingerprints."""
-    results = compare_nodes(fingerprints)
+def summarize(fingerprints: dict[str, dict[str, Any]]) -> DoctorSummary:
+    """The item-by-item comparison of the nodes' fingerprints; a node whose value is ``{"unreachable":
+    why}`` is named in ``unreachable`` and left out of the comparison."""
+    down = {n: fp["unreachable"] for n, fp in fingerprints.items() if set(fp) == {"unreachable"}}
+    prints = {n: _prepared(printable(fp)) for n, fp in fingerprints.items() if n not in down}
+    results = compare_nodes(prints) if prints else []
     judged = judge_run(results)
-    return {
-        "nodes": list(fingerprints),
-        "items": [r.to_json() for r in results],
-        "differences": [reason for r in results if r.verdict is Verdict.FAIL for reason in r.reasons],
-        "passed": not any(r.verdict is Verdict.FAIL for r in results),
-        "counts": judged["counts"],
-        "not_measured": judged["not_measured"],
-        "fingerprints": fingerprints,
-    }
+    return DoctorSummary(
+        nodes=list(fingerprints),
+        unreachable=down,
+        items=[r.to_json() for r in results],
+        differences=[reason for r in results if r.verdict is Verdict.FAIL for reason in r.reasons],
+        passed=not down and not any(r.verdict is Verdict.FAIL for r in results),
+        counts=judged["counts"],
+        not_measured=judged["not_measured"],
+        fingerprints=prints,
+    )
 
 
 def _probe_here(args: dict[str, Any], python: str) -> dict[str, Any]:
@@ -182,9 +243,10 @@ def doctor_ray(
     image: str | None = None,
     env_prefixes: list[str] | None = None,
     python: str = "python3",
-) -> dict[str, Any]:
-    """The probe on every alive node of a Ray cluster (a task pinned to each), compared like SSH nodes."""
-    from seatrial.errors import ServerError
+    timeout_s: float = 600,
+) -> DoctorSummary:
+    """The probe on every alive node of a Ray cluster (a task pinned to each, all under one deadline),
+    compared like SSH nodes; a node that does not answer is named in ``unreachable``."""
     from seatrial.raycluster import alive_nodes, on_each_node
 
     alive = alive_nodes(address)
@@ -195,11 +257,11 @@ def doctor_ray(
         node = Node(n["NodeID"], Place(None, model_dir or ""))
         return probe_args(node, files or [], image, env_prefixes or list(DEFAULT_PREFIXES)), python
 
-    prints = {}
-    for n, got, why in on_each_node(alive, _probe_here, args_of, 600):
-        if got is None:
-            raise ServerError(
-                f"Ray node {n['NodeID'][:12]} ({n['NodeManagerAddress']}) did not answer: {why}"
-            )
-        prints[f"{got['hostname']} {n['NodeManagerAddress']} {n['NodeID'][:8]}"] = got["fingerprint"]
+    prints: dict[str, dict[str, Any]] = {}
+    for n, got, why in on_each_node(alive, _probe_here, args_of, timeout_s):
+        if got is None:  # this node fails alone: the others are still compared
+            name = f"{n.get('NodeManagerHostname') or '?'} {n['NodeManagerAddress']} {n['NodeID'][:8]}"
+            prints[name] = {"unreachable": f"Ray node {n['NodeID'][:12]} did not answer: {why}"}
+        else:
+            prints[f"{got['hostname']} {n['NodeManagerAddress']} {n['NodeID'][:8]}"] = got["fingerprint"]
     return summarize(prints)

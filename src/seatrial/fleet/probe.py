@@ -1,52 +1,74 @@
 """The node probe: what a node holds and runs, as JSON. Standard library only (Python 3.8+), so that
-nodes need no seatrial install: ``sync`` and ``doctor`` send this file on stdin to ``python3 -`` over
-SSH (or run it locally the same way), with one JSON argument, and read one JSON document back.
+nodes need no seatrial install: ``sync`` and ``doctor`` send this file and its JSON arguments on stdin
+(``python3 -c BOOT``: the length of the file, the file, then the arguments; nothing of them on a command
+line, so neither a long manifest nor a hostile path reaches a shell or argv) over SSH, or run it locally
+the same way, and read one JSON document back.
 
 Actions (``{"action": ...}``):
-- ``manifest`` ``{"root", "verify": "key"|"full", "threads"}``: every file under root (no symlinked
-  folder walked) with its apparent size, allocated bytes and inode; each safetensors file's tensor
-  count, data bytes and header SHA-256; the index's total_size; ``key`` SHA-256 of configs, index,
-  tokenizer files and every safetensors header; with ``full`` a SHA-256 tree hash of every byte
-  (64 MiB chunks hashed in parallel threads, then the file's digest over the chunk digests and size).
+Paths are resolved where the probe runs (``~`` and a relative path, as rsync resolves them there); the
+answer's ``root`` is the absolute path, ``kind`` what is there (``dir``, ``file``, ``missing``, ``other``).
+
+- ``manifest`` ``{"root", "verify": "key"|"full", "threads"}``: every regular file under root, read with
+  lstat (a symlink is listed under ``links`` with its target, never followed; no symlinked folder
+  walked), with its apparent size, allocated bytes and inode; each safetensors file's tensor count, data
+  bytes and header SHA-256; the index's total_size; ``key`` SHA-256 of configs, index, tokenizer files
+  and every safetensors header; with ``full`` a SHA-256 tree hash of every byte (64 MiB chunks hashed in
+  parallel threads, then the file's digest over the chunk digests and size).
 - ``space`` ``{"paths"}``: free bytes and whether each path (or its nearest existing parent) is writable.
-- ``clean`` ``{"root"}``: remove rsync's stale temporaries (``.NAME.XXXXXX``) a killed receiver left.
-- ``write`` ``{"path", "text"}``: write a small text file atomically (the manifest into DEST).
-- ``prepare`` ``{"root"}``: before a transfer, in one call: ``space`` of root, ``clean`` of it, and the
-  bytes of the files it already holds.
-- ``fingerprint`` ``{"packages", "files", "model_dir", "image", "env_prefixes", "secret_words"}``: OS,
-  kernel, Python, package versions, NVIDIA driver and CUDA, a container image's digest, SHA-256 of
-  files, the checkpoint manifest, and environment variables by prefix (secret-named ones dropped).
+- ``clean`` ``{"root", "files"}``: remove rsync's stale temporaries (``.NAME.XXXXXX`` beside NAME) of the
+  named files a killed receiver left; nothing else.
+- ``write`` ``{"path", "text"}``: write a small text file atomically (a temporary made with mkstemp in the
+  same folder, then a rename; a symlink planted anywhere is never followed).
+- ``prepare`` ``{"root", "files"}``: before a transfer, in one call: ``space`` of root, ``clean`` of it,
+  the bytes of the files it already holds, and the partial data an interrupted run left per file.
+- ``fingerprint`` ``{"packages", "files", "model_dir", "image", "env_prefixes"}``: OS, kernel, Python,
+  package versions, NVIDIA driver and CUDA, a container image's digest, SHA-256 of files, the checkpoint
+  manifest computed from the node's files (and the one sync wrote there, when there is one), and
+  environment variables by prefix (the driver compares them by SHA-256 and shows no secret).
 """
 
 import hashlib
 import json
 import os
-import platform
 import re
 import shutil
+import stat
 import struct
-import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+
+# platform, subprocess, tempfile and concurrent.futures are imported where they are used: a probe of
+# sync starts in a fresh interpreter several times per destination, and each import costs that start
 
 CHUNK = 64 << 20
 MANIFEST = ".seatrial-manifest.json"
 PARTIAL_DIR = ".rsync-partial"
 KEY_SUFFIXES = (".json", ".jinja", ".model", ".txt", ".tiktoken", ".py")
-STALE = re.compile(r"^\..+\.[A-Za-z0-9]{6}$")  # rsync's temporary name for a file being received
+TEMP_SUFFIX = re.compile(r"\.[A-Za-z0-9]{6}$")  # rsync's temporary: ".NAME.XXXXXX" beside NAME
+NAME_MAX_TEMP = 246  # rsync keeps this many characters of NAME in a temporary's name
 
 
-def walk(root):
-    """(relative path, absolute path) of every regular file, never entering a symlinked folder;
-    rsync's own working files and the manifest are left out."""
+def entries(root):
+    """(relative path, absolute path, lstat) of every entry under root that is not a folder, never
+    entering a symlinked folder; rsync's partial folders and the manifest are left out."""
     for folder, dirs, names in os.walk(root, followlinks=False):
         dirs[:] = sorted(d for d in dirs if d != PARTIAL_DIR and not os.path.islink(os.path.join(folder, d)))
         for name in sorted(names):
             path = os.path.join(folder, name)
             rel = os.path.relpath(path, root).replace(os.sep, "/")
-            if rel == MANIFEST or STALE.match(name) or not os.path.isfile(path):
-                continue
+            if rel != MANIFEST:
+                yield rel, path, os.lstat(path)
+
+
+def walk(root):
+    """(relative path, absolute path) of every regular file (lstat: a symlink is not one)."""
+    for rel, path, st in entries(root):
+        if stat.S_ISREG(st.st_mode):
             yield rel, path
+
+
+def temp_prefix(name):
+    """The start of rsync's temporary name for a file received as ``name``."""
+    return "." + (name[1:] if name.startswith(".") else name)[:NAME_MAX_TEMP]
 
 
 def safetensors_header(path):
@@ -91,6 +113,8 @@ def _chunk(path, offset, length):
 def tree_hashes(paths, threads):
     """{path: tree SHA-256} over 64 MiB chunks hashed in ``threads`` parallel threads."""
     jobs = [(p, off, min(CHUNK, size - off)) for p, size in paths for off in range(0, max(size, 1), CHUNK)]
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         digests = list(pool.map(lambda j: _chunk(*j), jobs))
     parts: dict = {}
@@ -101,12 +125,17 @@ def tree_hashes(paths, threads):
 
 
 def manifest(args):
-    root = args["root"]
-    if not os.path.isdir(root):
-        return {"error": f"{root} is not a folder"}
-    files, safetensors, key = {}, {}, {}
-    for rel, path in walk(root):
-        st = os.stat(path)
+    root, kind = _resolved(args["root"])
+    if kind != "dir":
+        return {"error": f"{root} is not a folder", "root": root, "kind": kind}
+    files, links, other, safetensors, key = {}, {}, [], {}, {}
+    for rel, path, st in entries(root):
+        if stat.S_ISLNK(st.st_mode):
+            links[rel] = os.readlink(path)
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            other.append(rel)
+            continue
         files[rel] = {
             "size": st.st_size,
             "allocated": st.st_blocks * 512,
@@ -122,6 +151,8 @@ def manifest(args):
     out = {
         "root": root,
         "files": files,
+        "links": links,
+        "other": other,
         "safetensors": safetensors,
         "key": key,
         "verify": args.get("verify", "key"),
@@ -147,10 +178,21 @@ def manifest(args):
 
 
 def _writable(path):
-    probe = path
-    while probe and not os.path.exists(probe):
-        probe = os.path.dirname(probe.rstrip("/")) or "/"
+    """The nearest existing folder at or above ``path`` (made absolute first), and whether it is writable."""
+    probe = os.path.abspath(os.path.expanduser(path))
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
     return probe, os.access(probe, os.W_OK)
+
+
+def _resolved(path):
+    """(the absolute path, as rsync resolves ``~`` and a relative path here; what is there: ``dir``,
+    ``file``, ``missing`` or ``other``)."""
+    path = os.path.abspath(os.path.expanduser(path))
+    kind = "missing"
+    if os.path.lexists(path):
+        kind = "dir" if os.path.isdir(path) else "file" if os.path.isfile(path) else "other"
+    return path, kind
 
 
 def space(args):
@@ -166,27 +208,71 @@ def space(args):
     return out
 
 
+def _by_folder(files):
+    """{folder: {temporary prefix: name}} of the relative names ``files``."""
+    out: dict = {}
+    for rel in files:
+        folder, _, name = rel.rpartition("/")
+        out.setdefault(folder, {})[temp_prefix(name)] = name
+    return out
+
+
 def clean(args):
-    removed = []
-    for folder, _dirs, names in os.walk(args["root"], followlinks=False):
+    """Remove rsync's temporaries of the named files only (``.NAME.XXXXXX`` beside each NAME, a regular
+    file): what a killed receiver left; a user's ``.notes.backup`` is no temporary of a file sent."""
+    root, removed = args["root"], []
+    for folder, prefixes in _by_folder(args.get("files") or []).items():
+        where = os.path.join(root, folder)
+        try:
+            names = os.listdir(where)
+        except OSError:
+            continue
         for name in names:
-            if STALE.match(name):
-                os.remove(os.path.join(folder, name))
-                removed.append(os.path.relpath(os.path.join(folder, name), args["root"]))
+            m = TEMP_SUFFIX.search(name)
+            path = os.path.join(where, name)
+            if m and name[: m.start()] in prefixes and stat.S_ISREG(os.lstat(path).st_mode):
+                os.remove(path)
+                removed.append(os.path.join(folder, name) if folder else name)
     return {"removed": sorted(removed)}
 
 
+def partials(root, files):
+    """{name: bytes} of the named files' partial data in rsync's partial folders, and every byte held there."""
+    found, held = {}, 0
+    for folder, _dirs, names in os.walk(root, followlinks=False):
+        if os.path.basename(folder) == PARTIAL_DIR:
+            held += sum(os.lstat(os.path.join(folder, n)).st_size for n in names)
+    for rel in files:
+        folder, _, name = rel.rpartition("/")
+        path = os.path.join(root, folder, PARTIAL_DIR, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            found[rel] = os.path.getsize(path)
+    return found, held
+
+
 def write(args):
+    """Write ``text`` to ``path`` through a temporary made in its folder by mkstemp (O_EXCL: a planted
+    name is never opened) and a rename over the final name (a symlink there is replaced, not followed)."""
     path = args["path"]
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = path + ".tmp-seatrial"
-    with open(tmp, "w") as fh:
-        fh.write(args["text"])
-    os.replace(tmp, path)
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=".seatrial-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(args["text"])
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+        raise
     return {"written": path}
 
 
 def _run(argv):
+    import subprocess
+
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -252,18 +338,45 @@ def _sha256(path):
     return digest.hexdigest()
 
 
-def _secret(name, words):
-    k = name.lower()
-    return any(w in k for w in words) or k.endswith(("_key", "_token"))
+def comparable(m):
+    """The parts of a manifest that verification compares (verify.differences on the driver)."""
+    files = m.get("files") if isinstance(m.get("files"), dict) else {}
+    return {"files": {rel: {"size": (meta or {}).get("size")} for rel, meta in files.items()},
+            "links": m.get("links") or {}, "safetensors": m.get("safetensors") or {},
+            "index": m.get("index"), "key": m.get("key") or {}}  # fmt: skip
+
+
+def _synced(model_dir):
+    """The manifest a sync wrote into the folder (its comparable parts), None when there is none, or
+    ``{"error"}`` when it cannot be read."""
+    path = os.path.join(model_dir, MANIFEST)
+    if not os.path.lexists(path):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            doc = json.load(fh)
+        if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
+            return {"error": f"{MANIFEST} is not a sync manifest"}
+        return comparable(doc)
+    except (OSError, ValueError) as exc:
+        return {"error": f"{MANIFEST} cannot be read: {exc}"}
+
+
+def _model(model_dir):
+    """The checkpoint as its files are now (key manifest), and the sync manifest beside it."""
+    m = manifest({"root": model_dir, "verify": "key"})
+    if "error" in m:
+        return {"unavailable": m["error"]}
+    return {"source": "computed", "key": m["key"], "files": len(m["files"]),
+            "total_size": (m.get("index") or {}).get("total_size"), "manifest": comparable(m),
+            "synced": _synced(model_dir)}  # fmt: skip
 
 
 def fingerprint(args):
-    words = args.get("secret_words") or []
-    env = {
-        k: v
-        for k, v in sorted(os.environ.items())
-        if k.startswith(tuple(args.get("env_prefixes") or ())) and not _secret(k, words)
-    }
+    import platform
+
+    prefixes = tuple(args.get("env_prefixes") or ())
+    env = {k: v for k, v in sorted(os.environ.items()) if prefixes and k.startswith(prefixes)}
     release = {}
     if os.path.isfile("/etc/os-release"):
         with open("/etc/os-release") as fh:
@@ -280,38 +393,24 @@ def fingerprint(args):
     }
     if args.get("image"):
         out["image"] = _image(args["image"])
-    model_dir = args.get("model_dir")
-    if model_dir:
-        path = os.path.join(model_dir, MANIFEST)
-        if os.path.isfile(path):
-            with open(path, "rb") as fh:
-                synced = json.load(fh)
-            out["model"] = {
-                "source": MANIFEST,
-                "key": synced.get("key"),
-                "files": len(synced.get("files") or {}),
-                "total_size": (synced.get("index") or {}).get("total_size"),
-            }
-        else:
-            m = manifest({"root": model_dir, "verify": "key"})
-            out["model"] = (
-                {"unavailable": m["error"]}
-                if "error" in m
-                else {
-                    "source": "computed",
-                    "key": m["key"],
-                    "files": len(m["files"]),
-                    "total_size": (m.get("index") or {}).get("total_size"),
-                }
-            )
+    if args.get("model_dir"):
+        out["model"] = _model(args["model_dir"])
     return out
 
 
 def prepare(args):
-    root = args["root"]
-    have = sum(os.path.getsize(p) for _, p in walk(root)) if os.path.isdir(root) else 0
-    removed = clean({"root": root})["removed"] if os.path.isdir(root) else []
-    return {"space": space({"paths": [root]})[root], "removed": removed, "have_bytes": have}
+    """Root resolved (``root``, ``kind``: nothing more when it is not a folder or missing), the room there,
+    rsync's stale temporaries of the files to send cleared, what root already holds, and the partial data
+    of an interrupted run (per file, and all the partial folders hold)."""
+    (root, kind), files = _resolved(args["root"]), args.get("files") or []
+    if kind not in ("dir", "missing"):
+        return {"root": root, "kind": kind}
+    here = kind == "dir"
+    have = sum(os.lstat(p).st_size for _, p in walk(root)) if here else 0
+    removed = clean({"root": root, "files": files})["removed"] if here else []
+    found, held = partials(root, files) if here else ({}, 0)
+    return {"root": root, "kind": kind, "space": space({"paths": [root]})[root], "removed": removed,
+            "have_bytes": have, "partials": found, "partial_bytes": held}  # fmt: skip
 
 
 ACTIONS = {
@@ -324,13 +423,19 @@ ACTIONS = {
 }
 
 
-def main(argv):
-    args = json.loads(argv[1])
+def run(args):
+    """The action's answer; an OSError (a file that cannot be read, a folder that cannot be listed) is
+    ``{"error"}``, the caller's to report."""
     try:
-        result = ACTIONS[args["action"]](args)
+        return ACTIONS[args["action"]](args)
     except OSError as exc:
-        result = {"error": "{}: {}".format(getattr(exc, "filename", "") or "", exc.strerror or exc)}
-    sys.stdout.write(json.dumps(result))
+        return {"error": "{}: {}".format(getattr(exc, "filename", "") or "", exc.strerror or exc)}
+
+
+def main(argv):
+    """Arguments: the JSON document after the probe on stdin (``BOOT``), or ``argv[1]``."""
+    args = json.loads(argv[1] if len(argv) > 1 else sys.stdin.buffer.read())
+    sys.stdout.write(json.dumps(run(args)))
     return 0
 
 

@@ -1,10 +1,15 @@
 """The transport of ``seatrial sync``: the system's ``rsync`` (over ``ssh`` for a remote destination),
 several processes at once, each with its own file list, their progress read as they go.
 
-Each stream: ``rsync -a --files-from LIST --partial-dir=.rsync-partial --mkpath -W`` (``-H`` where its
-files share inodes, ``-S`` where they are sparse), so that an interrupted file waits in ``.rsync-partial``
-and never lies under its final name; a stream that fails is tried once more without ``-W``, so that
-rsync resumes from the partial data. Ctrl-C stops every stream; the next run continues where they were.
+Each stream: ``rsync -a -s --files-from LIST --partial-dir=.rsync-partial --mkpath -W -- SRC/ DEST/``
+(``-H`` where its files share inodes, ``-S`` where they are sparse), so that an interrupted file waits in
+``.rsync-partial`` and never lies under its final name. ``-W`` (whole files: no rolling checksums on
+either end, which only pay on a slow link) unless a file of the stream has partial data from an
+interrupted run: that stream goes without it, so rsync continues from the partial; a stream that fails
+is tried once more without ``-W`` for the same reason. ``-s`` sends the paths inside rsync's protocol,
+never through the remote shell (``RSYNC_OLD_ARGS`` is cleared so it cannot turn that off). Ctrl-C,
+SIGTERM and SIGHUP stop every stream (their process groups, the ssh under each too); the next run
+continues where they were.
 """
 
 from __future__ import annotations
@@ -23,10 +28,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seatrial.fleet.nodes import Place, Ssh
+from seatrial.interrupts import shielded
 
 PROGRESS = re.compile(rb"^\s*(\d+)\s+(\d+)%\s+(\S+)\s+(\d+:\d\d:\d\d)")
-UNREACHABLE_RC = (255, 12)
+STATS = {"sent_bytes": re.compile(rb"^Total bytes sent: ([\d,]+)"),
+         "literal_bytes": re.compile(rb"^Literal data: ([\d,]+)")}  # fmt: skip
+UNREACHABLE_RC = (
+    255,
+    12,
+)  # ssh's own failure; rsync's "error in rsync protocol data stream" (a dropped link)
+GONE_RC = (*UNREACHABLE_RC, 30, 35)  # ... and rsync's I/O timeouts: the node is not answering
+#: what rsync's (or ssh's) stderr says, in words; the first that matches names the error
 ERRORS = (
+    ("has changed and you have requested strict checking", "host key changed"),
+    ("host key is known", "the host key is not known; pass --accept-new-host-key to trust it on first use"),
     ("No space left on device", "disk full"),
     ("Permission denied", "permission denied"),
     ("Read-only file system", "read-only file system"),
@@ -34,6 +49,7 @@ ERRORS = (
     ("Could not resolve hostname", "unknown host"),
     ("Connection timed out", "connection timed out"),
 )
+UNREACHABLE_WORDS = ("host key", "connection refused", "unknown host", "connection timed out")
 
 
 @dataclass
@@ -50,6 +66,10 @@ class Stream:
     error: str | None = None
     attempts: int = 0
     stderr: list[str] = field(default_factory=list)
+    resume: bool = False  # a file of it has partial data from an interrupted run: no -W, continue from it
+    ignore_times: bool = False  # send even where size and time agree (a file verification found different)
+    sent_bytes: int | None = None  # on the wire, rsync's --stats ("Total bytes sent")
+    literal_bytes: int | None = None  # file data sent as data, not matched from a basis (partial) file
 
     @property
     def mb_s(self) -> float | None:
@@ -57,13 +77,19 @@ class Stream:
         return self.done_bytes / 1e6 / (end - self.started) if self.started and end > self.started else None
 
 
+def unreachable(stream: Stream) -> bool:
+    """The stream failed because the node could not be reached or the connection dropped."""
+    err = (stream.error or "").lower()
+    return stream.rc in GONE_RC or any(w in err for w in UNREACHABLE_WORDS)
+
+
 def classify(stderr: list[str], rc: int) -> str:
     text = "\n".join(stderr)
     for needle, words in ERRORS:
         if needle in text:
             return words
-    if rc in UNREACHABLE_RC:
-        return "cannot be reached"
+    if rc in GONE_RC:
+        return "cannot be reached (the connection failed or dropped)"
     last = next((line for line in reversed(stderr) if line.strip()), "")
     return f"rsync exit {rc}: {last.strip()}"
 
@@ -85,17 +111,18 @@ class Transfer:
         self._lock = threading.Lock()
 
     def argv(self, stream: Stream, file_list: Path, whole_file: bool) -> list[str]:
-        argv = ["rsync", "-a", "--from0", f"--files-from={file_list}", "--no-inc-recursive",
-                "--partial-dir=.rsync-partial", "--mkpath", "--info=progress2", "--no-h",
+        argv = ["rsync", "-a", "-s", "--from0", f"--files-from={file_list}", "--no-inc-recursive",
+                "--partial-dir=.rsync-partial", "--mkpath", "--info=progress2", "--no-h", "--stats",
                 "--out-format=XFER %i %l %n"]  # fmt: skip
         argv += ["-W"] if whole_file else []
         argv += ["-H"] if stream.hardlinks else []
         argv += ["-S"] if stream.sparse else []
+        argv += ["--ignore-times"] if stream.ignore_times else []
         if self.bwlimit_mb_s:
             argv.append(f"--bwlimit={max(1, round(self.bwlimit_mb_s * 1000))}")
         if not self.dest.local:
             argv += ["-e", shlex.join(self.ssh.argv())]
-        return [*argv, f"{self.src}/", self.dest.rsync_target()]
+        return [*argv, "--", f"{self.src}/", self.dest.rsync_target()]
 
     def run(self, streams: list[Stream]) -> list[Stream]:
         """Every stream at once (one thread each); returns them with rc and error set."""
@@ -107,8 +134,9 @@ class Transfer:
                 self.on_progress(streams)
                 for t in threads:
                     t.join(0.5)
-        except KeyboardInterrupt:
-            self.stop()
+        except BaseException:  # Ctrl-C, or SIGTERM / SIGHUP turned into one: no rsync outlives this
+            with shielded():
+                self.stop()
             raise
         self.on_progress(streams)
         return streams
@@ -116,8 +144,8 @@ class Transfer:
     def _one(self, stream: Stream) -> None:
         with tempfile.TemporaryDirectory(prefix="seatrial-sync-") as tmp:
             file_list = Path(tmp) / "files"
-            file_list.write_bytes(b"\0".join(f.encode() for f in stream.files) + b"\0")
-            for whole_file in (True, False):  # once more without -W: resume from the partial data
+            file_list.write_bytes(b"\0".join(os.fsencode(f) for f in stream.files) + b"\0")
+            for whole_file in (not stream.resume, False):  # once more without -W: resume from the partial
                 stream.attempts += 1
                 self._attempt(stream, self.argv(stream, file_list, whole_file))
                 if stream.rc == 0 or stream.rc in UNREACHABLE_RC or stream.rc == -signal.SIGTERM:
@@ -126,8 +154,9 @@ class Transfer:
 
     def _attempt(self, stream: Stream, argv: list[str]) -> None:
         stream.started, stream.stderr = time.monotonic(), []
+        env = {k: v for k, v in os.environ.items() if k not in ("RSYNC_OLD_ARGS", "RSYNC_PROTECT_ARGS")}
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                start_new_session=True)  # fmt: skip
+                                start_new_session=True, env=env)  # fmt: skip
         with self._lock:
             self._procs[stream.name] = proc
         reader = threading.Thread(target=self._stderr, args=(proc, stream), daemon=True)
@@ -140,6 +169,9 @@ class Transfer:
             for line in lines:
                 if m := PROGRESS.match(line):
                     stream.done_bytes = int(m.group(1))
+                for name, pattern in STATS.items():
+                    if m := pattern.match(line):
+                        setattr(stream, name, int(m.group(1).replace(b",", b"")))
         stream.rc = proc.wait()
         reader.join()
         if stream.rc == 0:

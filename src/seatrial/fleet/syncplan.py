@@ -7,6 +7,8 @@
   names of one transfer); a file hardlinked to something outside SRC travels whole (the link does not).
 - Sparse files (allocated < apparent) travel with ``-S``: their zeros cross the wire, their holes stay
   holes at the destination.
+- Symlinks travel as symlinks with the small files (never followed: one pointing out of SRC dangles at
+  the destination, and the plan says so).
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ def plan_transfer(manifest: dict[str, Any], streams: int | None) -> dict[str, An
     sparse = sorted(rel for rel, m in files.items() if m["allocated"] < m["size"])
     apparent = sum(m["size"] for m in files.values())
     travel = sum(files[names[0]]["size"] for names in groups.values())
+    links = manifest.get("links") or {}
     return {
         "first": {"files": first, "bytes": sum(files[r]["size"] for r in first)},
+        "links": sorted(links),
         "streams": [b for b in bins if b["files"]],
         "hardlink_groups": linked,
         "linked_outside": outside,
@@ -49,8 +53,18 @@ def plan_transfer(manifest: dict[str, Any], streams: int | None) -> dict[str, An
         "apparent_bytes": apparent,
         "allocated_bytes": sum(m["allocated"] for m in files.values()),
         "travel_bytes": travel,
-        "notes": _notes(files, linked, outside, sparse),
+        "notes": _notes(files, linked, outside, sparse) + _link_notes(links),
     }
+
+
+def _link_notes(links: dict[str, str]) -> list[str]:
+    if not links:
+        return []
+    out = sorted(rel for rel, target in links.items() if target.startswith("/") or ".." in target.split("/"))
+    note = f"{len(links)} symlinks travel as symlinks (not followed)"
+    if out:
+        note += f"; {len(out)} of them point out of SRC and dangle at the destination (e.g. {out[0]})"
+    return [note]
 
 
 def _notes(

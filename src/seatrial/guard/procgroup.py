@@ -19,6 +19,7 @@ import signal
 import time
 from typing import Any
 
+from seatrial.childenv import child_environ
 from seatrial.errors import ConfigError, GuardError
 from seatrial.guard.procfs import describe_member, group_members, read_stat
 
@@ -57,7 +58,7 @@ class ProcessGroupTarget:
     def start(self) -> dict[str, Any]:
         sh = shutil.which("sh") or "/bin/sh"
         wrapper = [sh, "-c", _WRAPPER, str(self.oom_score_adj), *self.argv]
-        self.pid = os.posix_spawn(sh, wrapper, dict(os.environ), setsid=True)
+        self.pid = os.posix_spawn(sh, wrapper, child_environ(), setsid=True)
         stat = read_stat(self.pid)
         if stat is None:  # cannot happen before we reap it, but never signal an unknown identity
             raise GuardError(f"guard: launched pid {self.pid} has no /proc entry")

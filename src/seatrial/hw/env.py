@@ -6,8 +6,8 @@ import platform
 from dataclasses import dataclass, field
 from typing import Any
 
-from seatrial.hw.models import GpuInfo
 from seatrial.hw.nvml import INSTALL_HINT, Nvml, load_nvml
+from seatrial.runs.summaries.hw import GpuInfo
 
 
 @dataclass

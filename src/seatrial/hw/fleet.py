@@ -1,8 +1,15 @@
 """``seatrial hw --ray ADDRESS``: the same Stage 1 trials on every alive node of a Ray cluster, one task
-pinned to each node (node affinity, not soft), and the fleet view: a GPU (or a node, for collectives)
-whose BF16 / FP8 TFLOP/s, burn throughput or collective bus bandwidth lies more than ``margin`` below the
-fleet's median is REVIEW_REQUIRED with the figures, even when it passes its own absolute checks.
-A node that does not answer is UNAVAILABLE with the reason; nothing here needs a GPU on the driver."""
+pinned to each node (node affinity, not soft), all under one deadline, and the fleet view.
+
+The fleet rule judges like with like: the figures (BF16 / FP8 TFLOP/s, burn throughput, a node's
+collective bus bandwidth) are grouped by kind (GPU model and enforced power limit; for collectives, the
+node's set of GPUs), and within a kind of 3 or more a figure is judged against the kind's median with
+its robust spread (MAD, scaled by 1.4826 to a normal SD): REVIEW_REQUIRED when more than ``margin``
+below the median and outside the spread (robust z below -3, or a spread of 0); INCONCLUSIVE when more
+than ``margin`` below but inside a spread that wide (the kind varies too much to single one out), and
+when the kind's median is not above 0 (no reference); else PASS. A kind of 1 or 2 gets no relative
+verdict: UNAVAILABLE saying so (two cannot say which one is off). A node that does not answer is
+UNAVAILABLE with the reason; nothing here needs a GPU on the driver."""
 
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ from typing import Any
 from seatrial.errors import ConfigError
 from seatrial.hw.models import HwConfig
 from seatrial.runs.result import TrialResult
+from seatrial.runs.summaries.hw import HwFleetSummary, HwNode
 from seatrial.verdict import Verdict
 
 #: (fleet trial name, the trial it reads, how to read its figure from the evidence)
@@ -36,26 +44,78 @@ def figure(trial: dict[str, Any], key: str) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+MIN_OF_A_KIND = 3
+MAD_TO_SD = 1.4826  # a normal distribution's SD over its MAD
+OUTSIDE_Z = 3.0
+
+
+def kind(node: dict[str, Any], gpu: int | None) -> str:
+    """What a figure is compared with: the GPU's model and enforced power limit (for a node's figure,
+    its GPUs' kinds and count)."""
+    gpus = {g.get("index"): g for g in node.get("gpus") or []}
+
+    def one(g: dict[str, Any] | None) -> str:
+        if not g:
+            return "GPU of unknown model"
+        watts = g.get("power_limit_w")
+        return f"{g.get('name') or 'unknown model'} at " + (
+            f"{watts:g} W" if watts else "an unknown power limit"
+        )
+
+    if gpu is not None:
+        return one(gpus.get(gpu))
+    kinds = sorted(one(g) for g in gpus.values())
+    return ", ".join(f"{kinds.count(k)}x {k}" for k in dict.fromkeys(kinds)) or "node of unknown GPUs"
+
+
 def fleet_verdicts(nodes: list[dict[str, Any]], margin: float) -> list[TrialResult]:
-    """One row per (node, GPU) and metric measured on two or more of them: PASS, or REVIEW_REQUIRED when
-    more than ``margin`` (a share) below the median of all of them."""
+    """One row per (node, GPU) and metric measured: judged against the others of its kind (see the
+    module docstring)."""
     out: list[TrialResult] = []
     for name, trial, key in FLEET_METRICS:
-        found = [(n["node"], t.get("gpu"), v) for n in nodes for t in n["trials"]
-                 if t["name"] == trial and (v := figure(t, key)) is not None]  # fmt: skip
-        if len(found) < 2:
-            continue
-        median = statistics.median(v for _, _, v in found)
-        for node, gpu, value in found:
-            share = value / median if median else 1.0
-            evidence = {"value": value, "fleet_median": median, "share_of_median": round(share, 4), "margin": margin,
-                        "measured": len(found)}  # fmt: skip
-            low = share < 1 - margin
-            reason = (f"{value:,.1f} is {share:.0%} of the fleet median {median:,.1f} (more than {margin:.0%} below)"
-                      if low else None)  # fmt: skip
-            out.append(TrialResult(name=name, node=node, gpu=gpu, verdict=Verdict.REVIEW_REQUIRED if low else Verdict.PASS,
-                                   reasons=[reason] if reason else [], evidence=evidence))  # fmt: skip
+        groups: dict[str, list[tuple[str, int | None, float]]] = {}
+        for n in nodes:
+            for t in n["trials"]:
+                if t["name"] == trial and (v := figure(t, key)) is not None:
+                    groups.setdefault(kind(n, t.get("gpu")), []).append((n["node"], t.get("gpu"), v))
+        for of_kind, found in groups.items():
+            out += [_judge(name, of_kind, found, node, gpu, value, margin) for node, gpu, value in found]
     return out
+
+
+def _judge(name: str, of_kind: str, found: list[tuple[str, int | None, float]], node: str, gpu: int | None,
+           value: float, margin: float) -> TrialResult:  # fmt: skip
+    values = [v for _, _, v in found]
+    evidence: dict[str, Any] = {"value": value, "kind": of_kind, "measured": len(values), "margin": margin}
+    if len(values) < MIN_OF_A_KIND:
+        why = (f"only {len(values)} of its kind ({of_kind}) measured {name.removeprefix('fleet.')}: a relative verdict "
+               f"needs {MIN_OF_A_KIND} or more of a kind" + (": two cannot say which one is off" if len(values) == 2 else ""))  # fmt: skip
+        return TrialResult(
+            name=name, node=node, gpu=gpu, verdict=Verdict.UNAVAILABLE, reasons=[why], evidence=evidence
+        )
+    median = statistics.median(values)
+    mad = statistics.median(abs(v - median) for v in values)
+    z = (value - median) / (MAD_TO_SD * mad) if mad > 0 else None
+    evidence |= {"kind_median": median, "mad": mad, "robust_z": round(z, 2) if z is not None else None}
+    if median <= 0:
+        why = f"the median of the {len(values)} of its kind ({of_kind}) is {median:g}: no reference to judge against"
+        return TrialResult(
+            name=name, node=node, gpu=gpu, verdict=Verdict.INCONCLUSIVE, reasons=[why], evidence=evidence
+        )
+    share = value / median
+    evidence["share_of_median"] = round(share, 4)
+    verdict, reasons = Verdict.PASS, []
+    if share < 1 - margin:
+        where = (f"{value:,.1f} is {share:.0%} of the median {median:,.1f} of the {len(values)} of its kind ({of_kind}), "
+                 f"more than {margin:.0%} below")  # fmt: skip
+        if z is None or z < -OUTSIDE_Z:
+            verdict, reasons = Verdict.REVIEW_REQUIRED, [where]
+        else:
+            verdict = Verdict.INCONCLUSIVE
+            reasons = [
+                f"{where}, but within their spread (MAD {mad:,.1f}, robust z {z:.1f}): they vary too much to single it out"
+            ]
+    return TrialResult(name=name, node=node, gpu=gpu, verdict=verdict, reasons=reasons, evidence=evidence)
 
 
 def _on_node(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +142,8 @@ def pick_nodes(alive: list[dict[str, Any]], wanted: str) -> list[dict[str, Any]]
 
 def run_hw_ray(address: str, cfg: HwConfig, nodes: str = "all", margin: float = 0.10,
                timeout_s: float | None = None) -> dict[str, Any]:  # fmt: skip
-    """Every chosen node's sheet and the fleet view (see the module docstring)."""
+    """Every chosen node's sheet and the fleet view (see the module docstring), as
+    :class:`seatrial.runs.summaries.hw.HwFleetSummary` writes it (the CLI adds the verdict fields)."""
     from seatrial.raycluster import alive_nodes, on_each_node
 
     chosen = pick_nodes(alive_nodes(address), nodes)
@@ -101,5 +162,5 @@ def run_hw_ray(address: str, cfg: HwConfig, nodes: str = "all", margin: float = 
         for t in entry["trials"]:
             t["node"] = n["NodeID"]
         out.append(entry)
-    fleet = fleet_verdicts(out, margin)
-    return {"nodes": out, "fleet": [t.to_json() for t in fleet], "margin": margin}
+    nodes_out = [HwNode.model_validate(e) for e in out]
+    return HwFleetSummary(nodes=nodes_out, fleet=fleet_verdicts(out, margin), margin=margin).to_json()

@@ -1,47 +1,37 @@
-"""The trials that need torch with CUDA: precision paths, burn, collectives."""
+"""The trials that need torch with CUDA: precision paths, burn, collectives. Torch (and the modules that
+load it) is imported when one of them runs, never by importing this module."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from seatrial.hw.burn import run_burn
-from seatrial.hw.burn_judge import judge_burn
-from seatrial.hw.collectives import message_sizes, run_collectives
 from seatrial.hw.collectives_judge import judge_collectives, unavailable_collectives
-from seatrial.hw.env import HwEnv, cuda_index
-from seatrial.hw.models import GpuInfo, HwConfig
+from seatrial.hw.context import HwContext
+from seatrial.hw.env import HwEnv
 from seatrial.hw.peaks import peak_tflops
-from seatrial.hw.precision import run_precision
-from seatrial.hw.precision_judge import FORMATS, judge_error, judge_precision
 from seatrial.hw.telemetry import TelemetrySampler
-from seatrial.runs.result import TrialResult, because
-from seatrial.verdict import Verdict
+from seatrial.runs.result import TrialResult
+
+if TYPE_CHECKING:
+    import torch
+
+    from seatrial.hw.models import HwConfig
 
 COLLECTIVE_MIN_BYTES = 1 << 20
 
 
-def run_gpu_trials(
-    cfg: HwConfig, env: HwEnv, gpus: list[GpuInfo], trials: list[str], artifacts: dict[str, Any]
-) -> list[TrialResult]:
-    """Run each of ``trials`` over ``gpus``; without CUDA each is UNAVAILABLE with torch's reason."""
-    if env.cuda_reason is not None:
-        return [
-            TrialResult(name=t, gpu=None, verdict=Verdict.UNAVAILABLE, reasons=because(env.cuda_reason))
-            for t in trials
-        ]
-    devices = {g.index: torch.device("cuda", cuda_index(env, g)) for g in gpus}
-    names = {g.index: g.name for g in gpus}
-    results: list[TrialResult] = []
-    for trial in trials:
-        if trial.startswith("precision."):
-            results.extend(_precision(trial, cfg, devices, names, artifacts))
-        elif trial == "burn":
-            results.extend(_burn(cfg, env, devices))
-        elif trial == "collectives":
-            results.append(_collectives(cfg, devices))
-    return results
+def precision(ctx: HwContext, trial: str) -> list[TrialResult]:
+    """``precision.<format>`` on every chosen GPU."""
+    names = {g.index: g.name for g in ctx.gpus}
+    return _precision(trial, ctx.cfg, ctx.devices(), names, ctx.artifacts)
+
+
+def burn(ctx: HwContext, trial: str) -> list[TrialResult]:
+    return _burn(ctx.cfg, ctx.env, ctx.devices())
+
+
+def collectives(ctx: HwContext, trial: str) -> list[TrialResult]:
+    return [_collectives(ctx.cfg, ctx.devices())]
 
 
 def _precision(
@@ -51,6 +41,9 @@ def _precision(
     names: dict[int, str],
     artifacts: dict[str, Any],
 ) -> list[TrialResult]:
+    from seatrial.hw.precision import run_precision
+    from seatrial.hw.precision_judge import FORMATS, judge_error, judge_precision
+
     raw = run_precision(trial, devices, cfg.matmul_size, cfg.duration_s)
     traces = artifacts.setdefault("profiler_traces", {})
     results = []
@@ -64,6 +57,10 @@ def _precision(
 
 
 def _burn(cfg: HwConfig, env: HwEnv, devices: dict[int, torch.device]) -> list[TrialResult]:
+    from seatrial.hw.burn import run_burn
+    from seatrial.hw.burn_judge import judge_burn
+    from seatrial.hw.precision_judge import judge_error
+
     if env.nvml is None:
         raw = run_burn(devices, cfg.matmul_size, cfg.duration_s)
         samples: dict[int, list[dict[str, Any]]] = {g: [] for g in devices}
@@ -84,6 +81,9 @@ def _burn(cfg: HwConfig, env: HwEnv, devices: dict[int, torch.device]) -> list[T
 def _collectives(cfg: HwConfig, devices: dict[int, torch.device]) -> TrialResult:
     if len(devices) < 2:
         return unavailable_collectives(len(devices))
+    from seatrial.hw.collectives import message_sizes, run_collectives
+    from seatrial.hw.precision_judge import judge_error
+
     sizes = message_sizes(COLLECTIVE_MIN_BYTES, cfg.collective_max_bytes)
     cuda_ids = [d.index for _, d in sorted(devices.items()) if d.index is not None]
     try:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from seatrial.hw.models import GpuInfo
 from seatrial.hw.nvml import Nvml, Unavailable, read
 from seatrial.runs.result import TrialResult, because
+from seatrial.runs.summaries.hw import GpuInfo
 from seatrial.verdict import Verdict
 
 #: NVML's nvmlGpuVirtualizationMode_t values.
@@ -27,6 +27,7 @@ def read_gpu_info(nvml: Nvml, index: int) -> GpuInfo:
         "pcie_width_max": read(lib.nvmlDeviceGetMaxPcieLinkWidth, h),
         "virtualization_mode": read(lib.nvmlDeviceGetVirtualizationMode, h),
         "mig_mode": read(lib.nvmlDeviceGetMigMode, h),
+        "power_limit_mw": read(lib.nvmlDeviceGetEnforcedPowerLimit, h),
     }
     return gpu_info_from_readings(index, raw)
 
@@ -39,6 +40,7 @@ def gpu_info_from_readings(index: int, raw: dict[str, Any]) -> GpuInfo:
     mem = ok.get("memory_total_bytes")
     mig = ok.get("mig_mode")
     virt = ok.get("virtualization_mode")
+    power = ok.get("power_limit_mw")
     return GpuInfo(
         index=index,
         name=_text(ok.get("name", "unknown")),
@@ -52,6 +54,7 @@ def gpu_info_from_readings(index: int, raw: dict[str, Any]) -> GpuInfo:
         virtualization_mode=VIRTUALIZATION_MODES.get(int(virt), str(virt)) if virt is not None else None,
         mig_mode_current=bool(mig[0]) if mig is not None else None,
         mig_mode_pending=bool(mig[1]) if mig is not None else None,
+        power_limit_w=power / 1000.0 if power is not None else None,
         unavailable=missing,
     )
 

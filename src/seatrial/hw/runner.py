@@ -10,22 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seatrial.errors import ConfigError
-from seatrial.hw.dcgm import run_dcgm
+from seatrial.hw.context import HwContext
 from seatrial.hw.env import HwEnv, probe
-from seatrial.hw.health import read_health
-from seatrial.hw.health_judge import judge_health
-from seatrial.hw.inventory import judge_inventory, read_gpu_info, read_versions
-from seatrial.hw.models import (
-    HEALTH_PARTS,
-    TRIAL_NAMES,
-    GpuInfo,
-    HwConfig,
-    HwReport,
-    expand_trials,
-)
-from seatrial.hw.xid import XidWatcher
-from seatrial.runs.result import TrialResult, because
-from seatrial.verdict import Verdict
+from seatrial.hw.host_trials import unavailable
+from seatrial.hw.inventory import read_gpu_info, read_versions
+from seatrial.hw.models import GpuInfo, HwConfig, HwReport, expand_trials
+from seatrial.hw.registry import HW_TRIALS
+from seatrial.runs.result import TrialResult
 
 
 @dataclass
@@ -36,19 +27,10 @@ class HwRun:
     artifacts: dict[str, Any] = field(default_factory=dict)
 
 
-def unavailable(name: str, reason: str) -> TrialResult:
-    return TrialResult(name=name, gpu=None, verdict=Verdict.UNAVAILABLE, reasons=because(reason))
-
-
-def _names(trials: list[str]) -> list[str]:
-    """Trial names as they appear on the sheet (``health`` becomes its parts)."""
-    return [f"health.{p}" for p in HEALTH_PARTS] if trials == ["health"] else trials
-
-
 def no_gpu_report(trials: list[str], env: HwEnv) -> HwReport:
     """Every selected trial UNAVAILABLE with the reason no GPU could be used."""
     reason = "no GPU found: " + "; ".join(r for r in (env.nvml_reason, env.cuda_reason) if r)
-    rows = [unavailable(n, reason) for t in trials for n in _names([t])]
+    rows = [unavailable(n, reason) for t in trials for n in HW_TRIALS[t].sheet_names(t)]
     return HwReport(gpus=[], trials=rows, environment=env.versions)
 
 
@@ -69,6 +51,22 @@ def _gpu_infos(env: HwEnv, selected: list[int]) -> list[GpuInfo]:
     return [GpuInfo(index=i, name=torch.cuda.get_device_name(i)) for i in selected]
 
 
+def run_trials(ctx: HwContext, trials: list[str]) -> list[TrialResult]:
+    """Each trial in registry order (one that needs torch with CUDA is UNAVAILABLE without it), then what
+    judges at the end of the run; the rows in sheet order."""
+    results: list[TrialResult] = []
+    for name in trials:
+        trial = HW_TRIALS[name]
+        if trial.gpu and ctx.env.cuda_reason is not None:
+            results.extend(unavailable(n, ctx.env.cuda_reason) for n in trial.sheet_names(name))
+        else:
+            results.extend(trial.run(ctx, name))
+    for judge in ctx.at_end:
+        results.extend(judge())
+    order = {name: n for n, name in enumerate(HW_TRIALS)}
+    return sorted(results, key=lambda r: order.get(r.name, order.get(r.name.split(".")[0], len(order))))
+
+
 def run_hw(cfg: HwConfig) -> HwRun:
     """Run ``cfg.trials`` on ``cfg.gpus``; see the module doc for the order."""
     try:
@@ -78,51 +76,9 @@ def run_hw(cfg: HwConfig) -> HwRun:
     env = probe()
     if env.device_count == 0:
         return HwRun(no_gpu_report(trials, env))
-    selected = select_gpus(cfg.gpus, env.device_count)
-    gpus = _gpu_infos(env, selected)
-    results: list[TrialResult] = []
-    artifacts: dict[str, Any] = {}
+    gpus = _gpu_infos(env, select_gpus(cfg.gpus, env.device_count))
     versions = read_versions(env.nvml) if env.nvml is not None else {}
-    if "inventory" in trials:
-        if env.nvml is None:
-            results.append(unavailable("inventory", env.nvml_reason or "NVML unavailable"))
-        else:
-            results.append(judge_inventory(env.device_count, gpus, versions, cfg.expect_gpus))
-    watch = _start_health(env, selected) if "health" in trials else None
-    if "dcgm" in trials:
-        results.extend(run_dcgm(cfg.dcgm_level))
-    from seatrial.hw.gpu_trials import run_gpu_trials
-
-    results.extend(run_gpu_trials(cfg, env, gpus, [t for t in trials if t in _GPU_TRIALS], artifacts))
-    if "health" in trials:
-        results.extend(_finish_health(env, selected, watch, artifacts))
-    order = {name: n for n, name in enumerate(TRIAL_NAMES)}
-    results.sort(key=lambda r: order.get(r.name, order.get(r.name.split(".")[0], len(order))))
+    ctx = HwContext(cfg, env, gpus, versions)
+    results = run_trials(ctx, trials)
     report = HwReport(gpus=gpus, trials=results, environment={**env.versions, **versions})
-    return HwRun(report, artifacts)
-
-
-_GPU_TRIALS = ("precision.bf16", "precision.fp8", "precision.fp4", "burn", "collectives")
-
-
-def _start_health(env: HwEnv, selected: list[int]) -> tuple[dict[int, Any], XidWatcher] | None:
-    if env.nvml is None:
-        return None
-    return {i: read_health(env.nvml, i) for i in selected}, XidWatcher(env.nvml, selected)
-
-
-def _finish_health(
-    env: HwEnv,
-    selected: list[int],
-    watch: tuple[dict[int, Any], XidWatcher] | None,
-    artifacts: dict[str, Any],
-) -> list[TrialResult]:
-    if env.nvml is None or watch is None:
-        return [unavailable(f"health.{p}", env.nvml_reason or "NVML unavailable") for p in HEALTH_PARTS]
-    start, watcher = watch
-    xids = watcher.stop()
-    end = {i: read_health(env.nvml, i) for i in selected}
-    artifacts["health_readings"] = {
-        str(i): {"start": start[i], "end": end[i], "xid": xids[i]} for i in selected
-    }
-    return [r for i in selected for r in judge_health(i, start[i], end[i], xids[i])]
+    return HwRun(report, ctx.artifacts)

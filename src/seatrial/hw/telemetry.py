@@ -1,4 +1,5 @@
-"""Telemetry sampled during load: clocks, temperatures, power against its limit, clock-event reasons.
+"""Telemetry sampled during load: clocks, temperatures, power against its limit (as NVML averages it, and its
+instant reading), the energy counter, utilisation, memory used, clock-event reasons.
 
 Clock-event ("throttle") reasons are NVML's bit mask, decoded bit by bit with :func:`decode_clock_events`.
 Power cap, idle, application clocks, sync boost and display clocks are normal states of a loaded GPU;
@@ -29,6 +30,7 @@ NORMAL_CLOCK_EVENTS = frozenset(
     {"gpu_idle", "applications_clocks_setting", "sw_power_cap", "sync_boost", "display_clock_setting"}
 )
 NVML_FI_DEV_MEMORY_TEMP = 82
+NVML_FI_DEV_POWER_INSTANT = 186
 
 
 def decode_clock_events(mask: int) -> list[str]:
@@ -71,23 +73,31 @@ def sample_once(nvml: Nvml, index: int) -> dict[str, Any]:
     """One telemetry sample of one GPU; values NVML cannot give are Unavailable."""
     lib, h = nvml.lib, nvml.handle(index)
     power_mw = read(lib.nvmlDeviceGetPowerUsage, h)
+    instant_mw = _field_value(lib, h, NVML_FI_DEV_POWER_INSTANT)
     limit_mw = read(lib.nvmlDeviceGetEnforcedPowerLimit, h)
     util = read(lib.nvmlDeviceGetUtilizationRates, h)
+    memory = read(lib.nvmlDeviceGetMemoryInfo, h)
     return {
         "sm_clock_mhz": read(lib.nvmlDeviceGetClockInfo, h, 1),
         "mem_clock_mhz": read(lib.nvmlDeviceGetClockInfo, h, 2),
         "gpu_temp_c": read(lib.nvmlDeviceGetTemperature, h, 0),
         "hbm_temp_c": _field_value(lib, h, NVML_FI_DEV_MEMORY_TEMP),
         "power_w": power_mw if isinstance(power_mw, Unavailable) else power_mw / 1000.0,
+        "power_instant_w": instant_mw if isinstance(instant_mw, Unavailable) else instant_mw / 1000.0,
         "power_limit_w": limit_mw if isinstance(limit_mw, Unavailable) else limit_mw / 1000.0,
+        "energy_mj": read(lib.nvmlDeviceGetTotalEnergyConsumption, h),
         "utilization_gpu_pct": util if isinstance(util, Unavailable) else int(util.gpu),
+        "utilization_mem_pct": util if isinstance(util, Unavailable) else int(util.memory),
+        "memory_used_bytes": memory if isinstance(memory, Unavailable) else int(memory.used),
         "clock_event_reasons": read(_reasons_fn(lib), h),
     }
 
 
 class TelemetrySampler:
-    """Samples the given GPUs every ``interval_s`` in a thread; unavailable fields become None
-    in the samples and their reasons are kept once per GPU in ``unavailable``."""
+    """Samples the given GPUs every ``interval_s`` in a thread (on a fixed grid from the start, so the rate
+    holds however long a round takes; a round that overran skips the grid points it missed); each sample's
+    ``t_s`` is when that GPU was read, seconds from the start. Unavailable fields become None in the
+    samples and their reasons are kept once per GPU in ``unavailable``."""
 
     def __init__(self, nvml: Nvml, indices: list[int], interval_s: float) -> None:
         self._nvml, self._indices, self._interval_s = nvml, indices, interval_s
@@ -106,11 +116,14 @@ class TelemetrySampler:
         self._thread.join()
 
     def _loop(self) -> None:
+        k = 0
         while True:
-            t_s = (time.perf_counter_ns() - self._t0_ns) / 1e9
             for i in self._indices:
-                self.samples[i].append(self._clean(i, {"t_s": round(t_s, 3), **sample_once(self._nvml, i)}))
-            if self._stop.wait(self._interval_s):
+                t_s = (time.perf_counter_ns() - self._t0_ns) / 1e9
+                self.samples[i].append(self._clean(i, {"t_s": round(t_s, 4), **sample_once(self._nvml, i)}))
+            now_s = (time.perf_counter_ns() - self._t0_ns) / 1e9
+            k = max(k + 1, int(now_s / self._interval_s) + 1)
+            if self._stop.wait(max(0.0, k * self._interval_s - now_s)):
                 return
 
     def _clean(self, index: int, sample: dict[str, Any]) -> dict[str, Any]:

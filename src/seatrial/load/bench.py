@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -11,45 +14,61 @@ import aiohttp
 import numpy as np
 
 from seatrial.errors import ServerError
-from seatrial.load.client import Endpoint, send
-from seatrial.load.config import BenchConfig
+from seatrial.hw.loadwatch import LevelWatch
+from seatrial.load.client import Endpoint, new_http
+from seatrial.load.config import BenchConfig, ObserveConfig
+from seatrial.load.conversation import make_sender
 from seatrial.load.distributed import Merge, split, start_times
+from seatrial.load.goodput import goodput
 from seatrial.load.looplag import LoopLag
-from seatrial.load.metrics import client_timing, level_metrics
+from seatrial.load.metrics import client_timing, duration_s, level_metrics
+from seatrial.load.plancheck import check_plan
 from seatrial.load.pools import Pool, make_pool
 from seatrial.load.records import RequestRecord
-from seatrial.load.scheduler import Delivery, LevelPlan, frozen_heap, run_level
-from seatrial.load.stamps import stamped_socket
+from seatrial.load.scheduler import Delivery, LevelLoad, frozen_heap, run_level
+from seatrial.load.share import Sending, WorkerClock, WorkerStats
+from seatrial.load.spans import SpanBook
+from seatrial.load.timed import check_endpoint, load_label, open_load, schedule, session_stats, trace_stats
 from seatrial.load.tokenize import LocalTokenizer, ServerTokenizer, TokenCounter
-from seatrial.load.validity import invalid_reasons, prompt_mismatches
-from seatrial.load.workloads import build_specs
+from seatrial.load.validity import invalid_reasons, lateness, prompt_mismatches
+from seatrial.load.workloads import WORKLOADS, RequestSpec, build_specs, measured_requests
 from seatrial.runs.folder import RunFolder
-from seatrial.server.scrape import MIN_IN_FLIGHT_SAMPLES, Sample, Scraper, summarize
-
-KEEPALIVE_S = 3.0
+from seatrial.runs.summaries.bench import (
+    BenchSummary,
+    ClientClock,
+    ClientPool,
+    LevelSummary,
+    ServerTiming,
+    WorkerTiming,
+)
+from seatrial.server.otlp import SpanReceiver, parse_listen
+from seatrial.server.scrape import MIN_IN_FLIGHT_SAMPLES, Sample, Scraper, engine_block_size, summarize
 
 
 class Progress(Protocol):
     def level_start(self, label: str, total: int) -> None: ...
     def record(self, rec: RequestRecord) -> None: ...
-    def level_end(self, summary: dict[str, Any]) -> None: ...
+    def level_end(self, summary: LevelSummary) -> None: ...
 
 
 class NoProgress:
     def level_start(self, label: str, total: int) -> None: ...
     def record(self, rec: RequestRecord) -> None: ...
-    def level_end(self, summary: dict[str, Any]) -> None: ...
+    def level_end(self, summary: LevelSummary) -> None: ...
 
 
 @dataclass
 class Session:
-    """What a load run needs to talk to one server: HTTP session, endpoint, tokenizer."""
+    """What a load run needs to talk to one server: HTTP session, endpoint, tokenizer; and what it reads
+    beside the requests: the engine's spans (``--otlp-listen``), the GPUs' telemetry (``--gpu-telemetry``)."""
 
     http: aiohttp.ClientSession
     endpoint: Endpoint
     tokenizer: TokenCounter
     metrics_url: str
     model: str
+    spans: SpanBook | None = None
+    gpus: LevelWatch | None = None
 
 
 async def discover_model(http: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> str:
@@ -66,40 +85,37 @@ async def discover_model(http: aiohttp.ClientSession, url: str, headers: dict[st
     return str(models[0])
 
 
-def new_http(timeout_s: float, stall_timeout_s: float, kernel_stamps: bool = True) -> aiohttp.ClientSession:
-    timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=stall_timeout_s, sock_connect=10)
-    # Idle connections are dropped before the server drops them (uvicorn: 5 s), so a request never
-    # goes out on a socket the server is closing ("Server disconnected" that is no fault of the server).
-    connector = aiohttp.TCPConnector(
-        limit=0,
-        ttl_dns_cache=300,
-        keepalive_timeout=KEEPALIVE_S,
-        socket_factory=stamped_socket if kernel_stamps else None,
-    )
-    return aiohttp.ClientSession(timeout=timeout, connector=connector, raise_for_status=False)
-
-
-async def open_session(cfg: BenchConfig, http: aiohttp.ClientSession) -> Session:
+async def open_session(
+    cfg: BenchConfig, http: aiohttp.ClientSession, spans: SpanBook | None = None
+) -> Session:
     t = cfg.target
     headers = t.auth_headers()
     model = t.model or await discover_model(http, t.url, headers)
     tok: TokenCounter = (
         LocalTokenizer(t.tokenizer) if t.tokenizer else ServerTokenizer(http, t.url, model, headers)
     )
-    ep = Endpoint(t.url, model, t.endpoint, headers, t.continuous_usage)
-    return Session(http, ep, tok, t.resolved_metrics_url, model)
+    salt = spans.salt if spans is not None else None
+    ep = Endpoint(t.url, model, t.endpoint, headers, t.continuous_usage, salt)
+    return Session(http, ep, tok, t.resolved_metrics_url, model, spans)
+
+
+def open_receiver(observe: ObserveConfig) -> SpanReceiver | None:
+    """The OTLP receiver ``--otlp-listen`` asks for, listening; None when not asked."""
+    if observe.otlp_listen is None:
+        return None
+    return SpanReceiver(*parse_listen(observe.otlp_listen)).start()
 
 
 @dataclass
 class LevelOutcome:
-    summary: dict[str, Any]
+    summary: LevelSummary
     records: list[RequestRecord] = field(default_factory=list)
 
 
 async def measure_level(
     s: Session,
     cfg: BenchConfig,
-    plan: LevelPlan,
+    level: LevelLoad,
     index: int,
     folder: RunFolder | None,
     progress: Progress,
@@ -108,21 +124,30 @@ async def measure_level(
     """Warm-up (excluded) then the measured requests of one level, with ``/metrics`` scraped throughout;
     with a ``pool`` the measured requests come from its workers (``load.distributed``)."""
     load, wl = cfg.load, cfg.workload
-    label = f"C={plan.concurrency}" if plan.rate is None else f"rate={plan.rate:g}/s"
+    label = load_label(level)
+    book, held = s.spans, []  # with spans, measured records are written once joined to theirs
 
     def keep(rec: RequestRecord) -> None:
-        if folder:
+        if book is not None:
+            book.sent(rec)
+        if folder and book is not None and rec.phase == "measure":
+            held.append(rec)
+        elif folder:
             folder.add_request(rec.to_json())
         progress.record(rec)
 
-    async def sender(spec: Any, rec: RequestRecord) -> RequestRecord:
-        return await send(s.http, s.endpoint, spec, rec)
-
-    if load.warmup:
+    lead = load.warmup if load.warmup_leading else 0
+    if load.warmup and not lead:
         warm = await build_specs(wl, s.tokenizer, load.warmup, salt=2 * index)
+        check_endpoint(warm, s.endpoint)
         progress.level_start(f"{label} warm-up", len(warm))
-        await run_level(warm, plan, "warmup", f"L{index}-warm", sender, keep)
-    specs = await build_specs(wl, s.tokenizer, load.requests, salt=2 * index + 1)
+        warm_sender = make_sender(s.http, s.endpoint)
+        await run_level(warm, level, "warmup", f"L{index}-warm", warm_sender, keep, level_index=index)
+    specs = await build_specs(wl, s.tokenizer, lead + measured_requests(wl, load.requests), salt=2 * index + 1)
+    check_endpoint(specs, s.endpoint)
+    sender = make_sender(s.http, s.endpoint)
+    block_size = await engine_block_size(s.http, s.metrics_url) if wl.name == "trace" else None
+    level = dataclasses.replace(level, lead=lead)
 
     def on_sample(sample: Sample) -> None:
         if folder:
@@ -130,7 +155,7 @@ async def measure_level(
                 {
                     "t_s": sample.t_s,
                     "level": index,
-                    "concurrency": plan.concurrency,
+                    "concurrency": level.concurrency,
                     "in_flight": sample.in_flight,
                     **sample.values,
                 }
@@ -143,26 +168,49 @@ async def measure_level(
     progress.level_start(label, len(specs))
     await scraper.start()
     lag = LoopLag()  # the loop that reads the streams: this one, or each worker's (pooled ticks)
-    merge = None
-    with frozen_heap():  # the sweep before the CPU window, as in each worker
-        cpu = time.process_time()
-        try:
-            if pool is None:
-                async with lag.watching():
-                    records, _ = await run_level(specs, plan, "measure", f"L{index}", sender, keep, delivery)
-            else:
-                merge = await run_shares(s, cfg, plan, index, specs, pool, keep, left)
-                records, delivery, lag.late_ms = merge.records, merge.delivery(), merge.late_ms
-        finally:
-            cpu = time.process_time() - cpu
-            await scraper.stop()
+    merge, timing = None, None
+    try:
+        with frozen_heap():  # the sweep before the CPU window, as in each worker
+            cpu = time.process_time()
+            if s.gpus is not None:
+                s.gpus.start()
+            try:
+                if pool is None:
+                    async with lag.watching():
+                        records, _ = await run_level(
+                            specs, level, "measure", f"L{index}", sender, keep, delivery, level_index=index
+                        )
+                else:
+                    merge = await run_shares(s, cfg, level, index, specs, pool, keep, left)
+                    records, delivery, lag.late_ms = merge.records, merge.delivery(level.open_loop), merge.late_ms
+                    waits = [w.cpu_wait_ms for w in merge.workers if w.cpu_wait_ms is not None]
+                    lag.cpu_wait_ms = sum(waits) if waits else None  # every worker's loop, in all
+            finally:
+                cpu = time.process_time() - cpu
+                if s.gpus is not None:
+                    s.gpus.stop()
+                await scraper.stop()
+        records = [r for r in records if r.phase == "measure"]  # a leading warm-up's are not measured
+        if book is not None:
+            timing = book.join(records, await book.settle(records))
+    finally:
+        if folder:
+            for rec in held:
+                folder.add_request(rec.to_json())
     server = summarize(scraper.samples, scraper.failures) | {"scrape_filtered": scraper.filtered}
-    summary = {"index": index, **level_summary(records, delivery, cfg, plan, server, lag.summary())}
-    timing = summary["client_timing"]
-    if merge is not None:
-        timing["workers"] = sorted(merge.workers, key=lambda w: w["worker"])
-        summary["notes"] += merge.notes
-    timing |= client_cpu(records, cpu, timing.get("workers", []))
+    workers = sorted(merge.workers, key=lambda w: w.worker) if merge is not None else []
+    summary = level_summary(records, delivery, cfg, level, server, lag.summary(), index=index)
+    if wl.name == "trace":
+        summary.trace = trace_stats(wl, specs, records, block_size)
+    summary.notes += merge.notes if merge is not None else []
+    summary.server_timing = timing
+    if s.gpus is not None:
+        summary.gpu_telemetry = s.gpus.summary(summary.output_tokens)
+        summary.notes += summary.gpu_telemetry.notes
+    summary.notes += span_notes(timing)
+    summary.client_timing = summary.client_timing.model_copy(
+        update={"workers": workers, **client_cpu(records, cpu, workers)}
+    )
     progress.level_end(summary)
     return LevelOutcome(summary, records)
 
@@ -170,27 +218,22 @@ async def measure_level(
 async def run_shares(
     s: Session,
     cfg: BenchConfig,
-    plan: LevelPlan,
+    level: LevelLoad,
     index: int,
-    specs: list[Any],
+    specs: list[RequestSpec],
     pool: Pool,
-    keep: Any,
+    keep: Callable[[RequestRecord], None],
     left: list[int],
 ) -> Merge:
     """The level's requests from the pool's workers, all starting at one time, merged exactly."""
-    t, load = cfg.target, cfg.load
-    merge = Merge(pool.clocks, *start_times(), plan.concurrency)  # the start is set again at the go
-    shares = split(specs, plan, pool.size)
-    for share in shares:
-        share |= {
-            "url": s.endpoint.base_url, "model": s.model, "endpoint": t.endpoint, "headers": s.endpoint.headers,
-            "continuous_usage": t.continuous_usage, "timeout_s": load.timeout_s,
-            "stall_timeout_s": load.stall_timeout_s, "stamps": load.stamps, "phase": "measure",
-            "id_prefix": f"L{index}", "wall_offset_ns": pool.clocks[share["worker"]].wall_offset_ns,
-        }  # fmt: skip
+    load = cfg.load
+    merge = Merge(pool.clocks, *start_times(), level.concurrency)  # the start is set again at the go
+    sending = Sending(endpoint=s.endpoint, timeout_s=load.timeout_s, stall_timeout_s=load.stall_timeout_s,
+                      stamps=load.stamps, phase="measure", id_prefix=f"L{index}", level=index)  # fmt: skip
+    shares = split(specs, level, pool.size, sending, pool.clocks)
 
-    def on_record(worker: int, row: dict[str, Any]) -> None:
-        keep(merge.add(worker, row))
+    def on_record(worker: int, rec: RequestRecord, clock: WorkerClock) -> None:
+        keep(merge.add(worker, rec, clock))
         left[0] -= 1
 
     def on_start() -> int:
@@ -199,11 +242,11 @@ async def run_shares(
 
     outcome = await pool.run(shares, on_record, on_start)
     for share in shares:
-        result = outcome.get(share["worker"], "no answer")
-        if isinstance(result, dict):
-            merge.worker_done(share["worker"], result)
+        result = outcome.get(share.worker, "no answer")
+        if isinstance(result, WorkerStats):
+            merge.worker_done(result)
         else:
-            for rec in merge.worker_died(share["worker"], share, result, f"L{index}", "measure"):
+            for rec in merge.worker_died(share, result):
                 keep(rec)
     return merge
 
@@ -212,47 +255,65 @@ def level_summary(
     records: list[RequestRecord],
     delivery: Delivery,
     cfg: BenchConfig,
-    plan: LevelPlan,
+    level: LevelLoad,
     server: dict[str, Any],
     loop_lag: dict[str, float | None] | None = None,
-) -> dict[str, Any]:
+    index: int = 0,
+) -> LevelSummary:
     """The level's metrics, server view, client self-checks (``loop_lag``: :class:`LoopLag` summary)
     and validity."""
-    reasons = invalid_reasons(records, delivery, cfg.load, plan.concurrency, plan.rate is None)
+    cpu_wait = (loop_lag or {}).get("cpu_wait_ms")
+    reasons = invalid_reasons(records, delivery, cfg.load, level.concurrency, not level.open_loop, cpu_wait)
     lags = [r.lag_ms for r in records]
-    notes = level_flags(server, cfg)
-    return {
-        "concurrency": plan.concurrency,
-        "rate": plan.rate,
-        **level_metrics(records),
-        "server": server,
-        "delivery": {
-            "mean_in_flight": delivery.mean_in_flight,
-            "dispatch_window_s": delivery.window_s,
-            "scheduled_rate": delivery.scheduled_rate,
-            "achieved_rate": delivery.achieved_rate,
-            "lag_ms_p99": float(np.percentile(lags, 99)) if lags else None,
-        },
-        "client_timing": client_timing(records, loop_lag or {}, max_lag_ms=cfg.load.max_lag_ms),
-        "prompt_token_mismatches": prompt_mismatches(records),
-        "valid": not reasons,
-        "invalid_reasons": reasons,
-        "notes": notes,
-    }
+    return LevelSummary.model_validate(
+        {
+            "index": index,
+            "concurrency": level.concurrency,
+            "rate": level.rate,
+            **level_metrics(records),
+            "server": server,
+            "delivery": {
+                "mean_in_flight": delivery.mean_in_flight,
+                "dispatch_window_s": delivery.window_s,
+                "scheduled_rate": delivery.scheduled_rate,
+                "achieved_rate": delivery.achieved_rate,
+                "scheduled_cv": delivery.scheduled_cv,
+                "achieved_cv": delivery.achieved_cv,
+                "lag_ms_p99": float(np.percentile(lags, 99)) if lags else None,
+            },
+            "schedule": schedule(level) if level.open_loop else None,
+            "lateness": lateness(records) if level.open_loop else None,
+            "sessions": session_stats(records),
+            "client_timing": client_timing(records, loop_lag or {}, max_lag_ms=cfg.load.max_lag_ms),
+            "prompt_token_mismatches": prompt_mismatches(records),
+            "goodput": None if cfg.load.goodput is None else goodput(records, cfg.load.goodput, duration_s(records)),
+            "valid": not reasons,
+            "invalid_reasons": reasons,
+            "notes": level_flags(server, cfg),
+        }
+    )
 
 
-def client_cpu(
-    records: list[RequestRecord], driver_s: float, workers: list[dict[str, Any]]
-) -> dict[str, Any]:
+def client_cpu(records: list[RequestRecord], driver_s: float, workers: list[WorkerTiming]) -> dict[str, Any]:
     """The client's CPU over the measured level (this process, and its workers'), and per token event:
     what the load cost the machine it ran on."""
-    total = driver_s + sum(w.get("cpu_s") or 0.0 for w in workers)
+    total = driver_s + sum(w.cpu_s or 0.0 for w in workers)
     events = sum(r.chunks for r in records if r.ok)
     return {
         "cpu_s": total,
         "driver_cpu_s": driver_s,
         "cpu_us_per_event": total / events * 1e6 if events else None,
     }
+
+
+def span_notes(timing: ServerTiming | None) -> list[str]:
+    """What the span join says about the level: measured requests that got no span from the engine."""
+    if timing is None or timing.status != "MEASURED" or not timing.without_span:
+        return []
+    return [
+        f"{timing.without_span} of {timing.requests} measured requests got no span from the engine within "
+        f"{timing.flush_bound_s:g} s (their server_timing is null)"
+    ]
 
 
 def level_flags(server: dict[str, Any], cfg: BenchConfig) -> list[str]:
@@ -275,38 +336,81 @@ def level_flags(server: dict[str, Any], cfg: BenchConfig) -> list[str]:
     return notes
 
 
-def level_plans(cfg: BenchConfig) -> list[LevelPlan]:
-    load = cfg.load
-    if load.rate is not None:
-        cap = load.max_concurrency or load.requests
-        return [LevelPlan(cap, load.rate, load.arrival, cfg.workload.seed or 0)]
-    return [LevelPlan(c) for c in load.concurrency]
+def level_loads(cfg: BenchConfig) -> list[LevelLoad]:
+    """The load of each level: closed-loop levels, one open-loop level (a rate, a ramp of rates), or a timed
+    workload's one level at its own times."""
+    load, wl = cfg.load, cfg.workload
+    n = measured_requests(wl, load.requests)
+    cap = load.max_concurrency or max(n, load.warmup, 1)
+    if WORKLOADS[wl.name].timed:
+        return [LevelLoad(cap, arrival=wl.name, timed=True, think_s=wl.think_time_ms / 1000)]
+    if load.open_loop:
+        return [open_load(load, cap, wl.seed or 0)]
+    return [LevelLoad(c) for c in load.concurrency]
 
 
-async def run_bench(
-    cfg: BenchConfig, folder: RunFolder | None = None, progress: Progress | None = None
-) -> dict[str, Any]:
-    """Every level of ``cfg``; returns ``{"levels": [...], ...}`` and writes it to the run folder."""
-    progress = progress or NoProgress()
-    levels: list[dict[str, Any]] = []
-    result: dict[str, Any] = {"levels": levels}
+@dataclass
+class Loaded:
+    """What a run measures with, open: the session, the client pool (None: this process), the span book."""
+
+    session: Session
+    pool: Pool | None
+    spans: SpanBook | None
+    http: aiohttp.ClientSession
+
+
+@contextlib.asynccontextmanager
+async def loaded(cfg: BenchConfig, receiver: SpanReceiver | None = None) -> AsyncIterator[Loaded]:
+    """The session, client pool, span receiver and GPU watch a run of ``cfg`` asks for, closed on the way
+    out. ``receiver``: an OTLP receiver that outlives the run (experiment: one for all starts); else
+    ``--otlp-listen``'s own."""
     load = cfg.load
     pool = make_pool(load.workers, load.ray, load.clients)
-    if pool is not None:
-        result["clients"] = {
-            "workers": pool.size,
-            "ray": load.ray,
-            "clocks": [c.to_json() for c in pool.clocks.values()],
-        }
+    own = receiver is None
+    receiver = open_receiver(cfg.observe) if own else receiver
+    book = SpanBook(receiver, cfg.observe.otlp_flush_s) if receiver is not None else None
+    gpus = LevelWatch(load.ray) if cfg.observe.gpu_telemetry else None
     try:
         async with new_http(load.timeout_s, load.stall_timeout_s, load.stamps == "kernel") as http:
-            s = await open_session(cfg, http)
-            result.update(model=s.model, endpoint=cfg.target.endpoint, workload=cfg.workload.name)
-            await _levels(s, cfg, folder, progress, pool, result)
+            s = await open_session(cfg, http, book)
+            s.gpus = gpus
+            yield Loaded(s, pool, book, http)
     finally:
         if pool is not None:
             pool.close()
-    result["valid"] = all(level["valid"] for level in levels)
+        if own and receiver is not None:
+            receiver.stop()
+        if gpus is not None:
+            gpus.close()
+
+
+async def run_bench(
+    cfg: BenchConfig,
+    folder: RunFolder | None = None,
+    progress: Progress | None = None,
+    receiver: SpanReceiver | None = None,
+    kv_line: str | None = None,
+) -> BenchSummary:
+    """Every level of ``cfg``; the summary is written to the run folder after each level. ``receiver``: see
+    :func:`loaded`. ``kv_line``: the engine's KV-capacity log line, for ``--plan`` where its ``/metrics``
+    does not say it."""
+    progress = progress or NoProgress()
+    result = BenchSummary(endpoint=cfg.target.endpoint, workload=cfg.workload.name)
+    book = None
+    try:
+        async with loaded(cfg, receiver) as run:
+            book, s = run.spans, run.session
+            if run.pool is not None:
+                clocks = [ClientClock.model_validate(c.to_json()) for c in run.pool.clocks.values()]
+                result.clients = ClientPool(workers=run.pool.size, ray=cfg.load.ray, clocks=clocks)
+            result.model = s.model
+            if cfg.observe.plan is not None:
+                result.plan_check = await check_plan(cfg.observe.plan, run.http, s.metrics_url, kv_line)
+            await _levels(s, cfg, folder, progress, run.pool, result)
+    finally:
+        if book is not None:
+            result.spans = book.counts()
+    result.valid = all(level.valid for level in result.levels)
     if folder:
         folder.write_summary(result)
     return result
@@ -314,17 +418,16 @@ async def run_bench(
 
 async def _levels(
     s: Session, cfg: BenchConfig, folder: RunFolder | None, progress: Progress, pool: Pool | None,
-    result: dict[str, Any],
+    result: BenchSummary,
 ) -> None:  # fmt: skip
     """Every level in turn; the summary so far is written after each (and when interrupted)."""
-    levels = result["levels"]
     try:
-        for index, plan in enumerate(level_plans(cfg)):
-            levels.append((await measure_level(s, cfg, plan, index, folder, progress, pool)).summary)
+        for index, level in enumerate(level_loads(cfg)):
+            result.levels.append((await measure_level(s, cfg, level, index, folder, progress, pool)).summary)
             if folder:
                 folder.write_summary(result)
     except asyncio.CancelledError:
-        result["interrupted"] = True
+        result.interrupted = True
         if folder:
             folder.write_summary(result)
         raise

@@ -10,12 +10,29 @@ from typing import Any
 import aiohttp
 
 from seatrial.load.records import RequestRecord
+from seatrial.load.spans import traceparent
 from seatrial.load.sse import Chunk, MalformedStream, is_done, parse_data_line
-from seatrial.load.stamps import StampedSocket, socket_of
+from seatrial.load.stamps import StampedSocket, socket_of, stamped_socket
 from seatrial.load.workloads import RequestSpec
+from seatrial.load.workloads.spec import is_messages
 
 NS_PER_MS = 1_000_000
+KEEPALIVE_S = 3.0
 NO_TOKEN = "stream carried no output token"
+
+
+def new_http(timeout_s: float, stall_timeout_s: float, kernel_stamps: bool = True) -> aiohttp.ClientSession:
+    timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=stall_timeout_s, sock_connect=10)
+    # Idle connections are dropped before the server drops them (uvicorn: 5 s), so a request never
+    # goes out on a socket the server is closing ("Server disconnected" that is no fault of the server).
+    connector = aiohttp.TCPConnector(
+        limit=0,
+        ttl_dns_cache=300,
+        keepalive_timeout=KEEPALIVE_S,
+        socket_factory=stamped_socket if kernel_stamps else None,
+    )
+    return aiohttp.ClientSession(timeout=timeout, connector=connector, raise_for_status=False)
+
 
 
 @dataclass
@@ -27,6 +44,7 @@ class Endpoint:
     kind: str  # "completions" | "chat"
     headers: dict[str, str]
     continuous_usage: bool = False
+    trace_salt: str | None = None  # set: each request carries a traceparent (load.spans) for the span join
 
     @property
     def url(self) -> str:
@@ -34,13 +52,11 @@ class Endpoint:
 
     def payload(self, spec: RequestSpec) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": spec.output_len, "stream": True}
+        prompt = spec.prompt
         if self.kind == "chat":
-            msgs = (
-                spec.prompt if isinstance(spec.prompt, list) else [{"role": "user", "content": spec.prompt}]
-            )
-            body["messages"] = msgs
-        else:
-            body["prompt"] = spec.prompt if isinstance(spec.prompt, str) else spec.prompt[-1]["content"]
+            body["messages"] = prompt if is_messages(prompt) else [{"role": "user", "content": prompt}]
+        else:  # text, or token ids (vLLM takes them as they are: no re-tokenization, no BOS added)
+            body["prompt"] = prompt[-1]["content"] if is_messages(prompt) else prompt
         body["stream_options"] = {"include_usage": True, "continuous_usage_stats": self.continuous_usage}
         if spec.ignore_eos:
             body["ignore_eos"] = True
@@ -48,15 +64,19 @@ class Endpoint:
 
 
 class _Timing:
-    """Accumulates chunk arrival times into TTFT and per-token ITL."""
+    """Accumulates chunk arrival times into TTFT, TTFA and per-token ITL; with ``answer`` (a list), also
+    collects the answer's text there (a conversation's next turn needs it; it is never written)."""
 
-    def __init__(self, rec: RequestRecord, t0: int) -> None:
-        self.rec, self.t0 = rec, t0
+    def __init__(self, rec: RequestRecord, t0: int, answer: list[str] | None = None) -> None:
+        self.rec, self.t0, self.answer = rec, t0, answer
         self.last_ns: int | None = None
         self.done_ns: int | None = None
         self.tokens_seen = 0
+        self.reasoning_tokens = 0
         self.usage_tokens: int | None = None
         self.finish_only_ns: int | None = None  # an empty chunk that only closed the stream
+        self.finish_only_reasoning = False  # ... marked as reasoning
+        self.finish_only_chat = False  # ... of a chat stream
 
     def on_chunk(self, chunk: Chunk, now: int) -> int:
         """Account one event arrived at ``now``; returns the output tokens it carried."""
@@ -74,11 +94,18 @@ class _Timing:
                 and chunk.finish_reason
                 and chunk.completion_tokens is None
             ):
-                self.finish_only_ns = now
+                self.finish_only_ns, self.finish_only_reasoning = now, chunk.only_reasoning
+                self.finish_only_chat = chunk.is_chat
             return 0
-        return self._count(n, now)
+        if self.answer is not None and chunk.answer:
+            self.answer.append(chunk.answer)
+        return self._count(n, now, chunk.only_reasoning)
 
-    def _count(self, n: int, now: int) -> int:
+    def _count(self, n: int, now: int, reasoning: bool = False) -> int:
+        if reasoning:
+            self.reasoning_tokens += n
+        elif self.rec.ttfa_ms is None:
+            self.rec.ttfa_ms = (now - self.t0) / NS_PER_MS
         if self.last_ns is None:
             self.rec.ttft_ms = (now - self.t0) / NS_PER_MS
         else:
@@ -110,30 +137,48 @@ class _Timing:
         # No usage per chunk: a chunk carries one token when it carries text, or when it is a completions
         # chunk whose token decoded to nothing yet (a partial UTF-8 byte: vLLM sends one chunk per token).
         # An empty chunk that carries only a finish_reason (a trailing finish chunk) carries none, unless
-        # the server's total says it did (see finish); a chat chunk without content (the role) carries none.
+        # the server's total says it did (see finish); a chat chunk without content (the role) carries none,
+        # unless it is marked as reasoning.
         if not chunk.has_choice:
             return 0
         if chunk.text:
             return 1
+        if chunk.only_reasoning and not chunk.finish_reason:
+            return 1  # vLLM sends {"reasoning": ""} for each reasoning token that decoded to no text yet
         return 1 if not chunk.is_chat and not chunk.finish_reason else 0
 
     def finish(self, end_ns: int) -> None:
-        if self.finish_only_ns is not None and self.usage_tokens == self.tokens_seen + 1:
-            self._count(1, self.finish_only_ns)  # the server counts that last empty chunk as a token
+        # An empty last chunk that the server's total counts as one token was that token. Of a completions
+        # stream (vLLM sends every token a chunk, text or not) with no token chunk before it, the server (a
+        # starved API server) merged the whole output into it. A chat stream's tokens without text have
+        # no chunk at all: when they came is unknown, so they are not timed.
+        missing = (self.usage_tokens or 0) - self.tokens_seen
+        merged = missing > 1 and self.tokens_seen == 0 and not self.finish_only_chat
+        if self.finish_only_ns is not None and (missing == 1 or merged):
+            self._count(missing, self.finish_only_ns, self.finish_only_reasoning)
         rec = self.rec
         rec.e2e_ms = (end_ns - self.t0) / NS_PER_MS
         if self.last_ns is not None:
             rec.last_token_ms = (self.last_ns - self.t0) / NS_PER_MS
         rec.output_tokens = self.usage_tokens if self.usage_tokens is not None else self.tokens_seen
+        rec.reasoning_tokens = min(self.reasoning_tokens, rec.output_tokens)
+        rec.answer_tokens = rec.output_tokens - rec.reasoning_tokens
 
 
 async def send(
-    session: aiohttp.ClientSession, ep: Endpoint, spec: RequestSpec, rec: RequestRecord
+    session: aiohttp.ClientSession,
+    ep: Endpoint,
+    spec: RequestSpec,
+    rec: RequestRecord,
+    answer: list[str] | None = None,
 ) -> RequestRecord:
-    """Send ``spec``, stream the answer into ``rec``. Never raises except for cancellation."""
+    """Send ``spec``, stream the answer into ``rec`` (and its text into ``answer`` when given). Never raises
+    except for cancellation."""
     headers = {**ep.headers, "X-Request-Id": rec.request_id}
+    if ep.trace_salt:
+        headers["traceparent"] = traceparent(ep.trace_salt, rec.request_id)
     rec.send_ns = t0 = time.perf_counter_ns()
-    timing = _Timing(rec, t0)
+    timing = _Timing(rec, t0, answer)
     try:
         async with session.post(ep.url, json=ep.payload(spec), headers=headers) as resp:
             rec.status = resp.status

@@ -1,9 +1,14 @@
 """One level's load from several client workers (processes on this host, or Ray actors on many), and the
 exact merge of what they measured.
 
-Split: a closed loop's users go to the workers as evenly as they divide, and the level's requests in
-proportion to each worker's users; an open loop's arrival schedule (drawn once, here) goes round-robin,
-each worker keeping its arrivals' due times, and the ``--max-concurrency`` cap splits like users.
+Split: min(workers, concurrency) workers take part (a worker with no user would be a share that sends
+nothing); a closed loop's users go to them as evenly as they divide, and the level's requests by
+cumulative bounds in proportion to the users (worker k sends requests [n*U_k/C, n*U_(k+1)/C) where U_k
+is the users of the workers before it: exactly n in all, whatever n, C and the workers); an open loop's
+arrival schedule (drawn once, here) goes round-robin, each worker keeping its arrivals' due times, and
+the ``--max-concurrency`` cap splits like users (the workers' caps add up to it, never more; an uncapped
+level stays uncapped on every worker). A conversation's turns (specs of one ``session``) stay together on
+one worker: sessions go round-robin.
 Start: every worker first gets ready (its share unpacked, its client open) and says so; once all are
 ready the driver names one start time a margin ahead and sends it (a message of a few bytes, so no
 worker's import, spawn or share transfer eats into the margin); every worker waits for it on its own
@@ -17,13 +22,16 @@ A worker that dies leaves failed records for every request of its share it had n
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from seatrial.load.records import Phase, RequestRecord
-from seatrial.load.scheduler import Delivery, LevelPlan, arrival_offsets_s
+from seatrial.load.records import RequestRecord
+from seatrial.load.scheduler import Delivery, LevelLoad, schedule_offsets
+from seatrial.load.share import Sending, WorkerClock, WorkerShare, WorkerStats
 from seatrial.load.workloads import RequestSpec
+from seatrial.runs.summaries.bench import WorkerTiming
 
 START_MARGIN_S = 0.5
 READY_TIMEOUT_S = 120.0  # a worker not ready by then is sent the start anyway (and says how late it began)
@@ -55,26 +63,51 @@ def _even(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
-def split(specs: list[RequestSpec], plan: LevelPlan, workers: int) -> list[dict[str, Any]]:
-    """Each worker's share: its users (or cap), specs with their level-wide indices, arrival offsets."""
-    n = len(specs)
-    users = _even(plan.concurrency, workers)
-    shares: list[dict[str, Any]]
-    if plan.rate is None:
-        counts = [round(n * u / plan.concurrency) for u in users]
-        counts[-1] = n - sum(counts[:-1])
-        shares, start = [], 0
-        for w, (u, c) in enumerate(zip(users, counts, strict=True)):
-            shares.append({"worker": w, "concurrency": u, "indices": list(range(start, start + c))})
-            start += c
-    else:
-        offsets = arrival_offsets_s(n, plan.rate, plan.arrival, plan.seed)
-        shares = [{"worker": w, "concurrency": max(1, users[w]), "indices": list(range(w, n, workers)),
-                   "offsets_s": offsets[w::workers]} for w in range(workers)]  # fmt: skip
-    for share in shares:
-        share["specs"] = [specs[i].__dict__ for i in share["indices"]]
-        share["rate"], share["arrival"] = plan.rate, plan.arrival
-    return [s for s in shares if s["indices"] and s["concurrency"] > 0]
+def split(
+    specs: list[RequestSpec], level: LevelLoad, workers: int, sending: Sending, clocks: dict[int, Clock] | None = None
+) -> list[WorkerShare]:
+    """Each worker's share: its users (or cap), specs with their level-wide indices, arrival offsets; what
+    every worker sends alike, and the worker's clock offset (of ``clocks``, else 0). Every request index is
+    in exactly one share; a worker left without requests gets no share."""
+    shares = []
+    for w, (users, mine, offsets) in enumerate(_parts(specs, level, workers)):
+        if mine and users > 0:
+            load = dataclasses.replace(level, concurrency=users, indices=mine, offsets_s=offsets, seed=0)
+            shares.append(WorkerShare(worker=w, load=load, specs=[specs[i] for i in mine], sending=sending,
+                                      wall_offset_ns=clocks[w].wall_offset_ns if clocks else 0))  # fmt: skip
+    return shares
+
+
+def _parts(specs: list[RequestSpec], level: LevelLoad, workers: int) -> list[tuple[int, list[int], list[float] | None]]:
+    """Per worker taking part: its users (or its part of the cap), its level-wide indices, and in an open
+    loop their arrival offsets."""
+    n, cap = len(specs), max(1, level.concurrency)
+    used = max(1, min(workers, cap))
+    users = _even(cap, used)
+    if not level.open_loop:
+        before = [sum(users[:w]) for w in range(used + 1)]
+        bounds = [n * u // cap for u in before]
+        return [(users[w], list(range(bounds[w], bounds[w + 1])), None) for w in range(used)]
+    offsets = schedule_offsets(level, specs)
+    owner = _owners(specs, used)
+    parts: list[tuple[int, list[int], list[float] | None]] = []
+    for w in range(used):
+        mine = [i for i in range(n) if owner[i] == w]
+        mine_cap = len(mine) if level.concurrency >= n else users[w]  # uncapped stays uncapped
+        parts.append((max(1, mine_cap), mine, [offsets[i] for i in mine]))
+    return parts
+
+
+def _owners(specs: list[RequestSpec], workers: int) -> list[int]:
+    """The worker of each spec: round-robin by spec, a session's specs all with its first one's worker."""
+    owner: list[int] = []
+    sessions: dict[int, int] = {}
+    for i, spec in enumerate(specs):
+        if spec.session is None:
+            owner.append(i % workers)
+        else:
+            owner.append(sessions.setdefault(spec.session, len(sessions) % workers))
+    return owner
 
 
 @dataclass
@@ -88,7 +121,7 @@ class Merge:
     records: list[RequestRecord] = field(default_factory=list)
     finished: set[str] = field(default_factory=set)
     events: list[tuple[int, int]] = field(default_factory=list)
-    workers: list[dict[str, Any]] = field(default_factory=list)
+    workers: list[WorkerTiming] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     late_ms: list[float] = field(default_factory=list)  # every worker's loop ticks, pooled
 
@@ -97,58 +130,57 @@ class Merge:
         wall = perf_ns + mono_to_wall_ns - self.clocks[worker].wall_offset_ns
         return wall - self.start_wall_ns + self.start_perf_ns
 
-    def add(self, worker: int, row: dict[str, Any]) -> RequestRecord:
-        """One record from ``worker`` (with its ``send_ns`` and ``mono_to_wall_ns``); its times are moved
-        onto the driver's clock and its schedule onto the common start."""
-        send = self.to_driver_ns(worker, row.pop("send_ns"), row.pop("mono_to_wall_ns"))
-        rec = RequestRecord.from_json(row, send_ns=send)
+    def add(self, worker: int, rec: RequestRecord, clock: WorkerClock) -> RequestRecord:
+        """One record from ``worker``, its times moved onto the driver's clock (in place): its send time,
+        and its schedule and send offsets by one shift per worker: where its start (``clock.start_ns``) lies
+        on the driver's clock against the common start (the error of the measured clock offset)."""
+        rec.send_ns = self.to_driver_ns(worker, rec.send_ns, clock.mono_to_wall_ns)
         rec.worker, rec.concurrency = worker, self.concurrency
-        shift_ms = (send - self.start_perf_ns) / 1e6 - rec.sent_ms  # its own level start, to the common one
+        shift_ms = (self.to_driver_ns(worker, clock.start_ns, clock.mono_to_wall_ns) - self.start_perf_ns) / 1e6
         rec.scheduled_ms += shift_ms
         rec.sent_ms += shift_ms
         self.records.append(rec)
         self.finished.add(rec.request_id)
         return rec
 
-    def worker_done(self, worker: int, stats: dict[str, Any]) -> None:
-        m2w = stats["mono_to_wall_ns"]
-        self.events += [(self.to_driver_ns(worker, t, m2w), d) for t, d in stats["events"]]
-        self.late_ms += stats.get("late_ms") or []
-        late = stats.get("start_late_ms") or 0.0
-        if late > LATE_START_NOTE_MS:
-            self.notes.append(f"client worker {worker} began {late:.0f} ms after the common start: its share's "
-                              "first requests went out late (the mean in flight shows what it cost)")  # fmt: skip
-        self.workers.append({"worker": worker, "requests": stats["requests"], **stats["loop_lag"],
-                             "cpu_s": stats.get("cpu_s"), "start_late_ms": late,
-                             **self.clocks[worker].to_json()})  # fmt: skip
+    def worker_done(self, stats: WorkerStats) -> None:
+        worker, m2w = stats.worker, stats.mono_to_wall_ns
+        self.events += [(self.to_driver_ns(worker, t, m2w), d) for t, d in stats.events]
+        self.late_ms += stats.late_ms
+        if stats.start_late_ms > LATE_START_NOTE_MS:
+            self.notes.append(f"client worker {worker} began {stats.start_late_ms:.0f} ms after the common start: "
+                              "its share's first requests went out late (the mean in flight shows what it cost)")  # fmt: skip
+        lag = stats.model_dump(include={"loop_lag_ms_p99", "loop_lag_ms_max", "cpu_wait_ms"})
+        self.workers.append(WorkerTiming(**self.clocks[worker].to_json(), requests=stats.requests, **lag,
+                                         cpu_s=stats.cpu_s, start_late_ms=stats.start_late_ms))  # fmt: skip
 
-    def worker_died(
-        self, worker: int, share: dict[str, Any], why: str, id_prefix: str, phase: Phase
-    ) -> list[RequestRecord]:
+    def worker_died(self, share: WorkerShare, why: str) -> list[RequestRecord]:
         """Failed records for the share's requests that never came back."""
-        lost = []
-        for i, spec in zip(share["indices"], share["specs"], strict=True):
-            rid = f"{id_prefix}-{i:05d}"
+        worker, sending, lost = share.worker, share.sending, []
+        for i, spec in zip(share.indices, share.specs, strict=True):
+            rid = f"{sending.id_prefix}-{i:05d}"
             if rid in self.finished:
                 continue
-            rec = RequestRecord(request_id=rid, phase=phase, concurrency=self.concurrency,
-                                expected_output_tokens=spec["output_len"] if spec["ignore_eos"] else None,
-                                kind=spec["kind"], error=f"client worker {worker} died before this request finished: {why}",
-                                worker=worker, send_ns=self.start_perf_ns)  # fmt: skip
+            rec = RequestRecord(request_id=rid, phase=sending.phase, concurrency=self.concurrency,
+                                expected_output_tokens=spec.output_len if spec.ignore_eos else None, kind=spec.kind,
+                                error=f"client worker {worker} died before this request finished: {why}",
+                                worker=worker, level=sending.level, send_ns=self.start_perf_ns)  # fmt: skip
             lost.append(rec)
             self.records.append(rec)
         self.notes.append(f"client worker {worker} died ({why}): {len(lost)} of its requests failed with it")
-        self.workers.append({"worker": worker, "died": why, **self.clocks[worker].to_json()})
+        self.workers.append(WorkerTiming(**self.clocks[worker].to_json(), died=why))
         return lost
 
-    def delivery(self) -> Delivery:
-        """The union of the workers' in-flight timelines, first to last dispatch."""
-        d = Delivery()
-        d._events = self.events
-        sends = [r.send_ns for r in self.records if r.error is None or "died" not in (r.error or "")]
+    def delivery(self, open_loop: bool = False) -> Delivery:
+        """The union of the workers' in-flight timelines, first to last dispatch; of an open loop, the
+        pooled arrivals' rates and burstiness."""
+        d = Delivery.from_events(self.events)
+        sent = [r for r in self.records if r.error is None or "died" not in (r.error or "")]
         d.dispatched = len(self.records)
-        if sends:
-            d.close(max(sends))
+        if sent:
+            d.close(max(r.send_ns for r in sent))
+            if open_loop:
+                d.note_arrivals(sent)
         return d
 
 

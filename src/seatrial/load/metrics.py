@@ -1,10 +1,13 @@
 """Per-level metrics, each a small declared unit (name, unit, direction) computed from records.
 
 Definitions (also in docs/metrics.md):
-- TTFT: send to the first chunk that carries an output token.
+- TTFT: send to the first chunk that carries an output token (of any kind, reasoning included).
+- TTFA: send to the first chunk that carries an answer token (not reasoning only); over the ok requests
+  whose stream carried one.
 - TPOT: (last token time − TTFT) / (output_tokens − 1), per request; requests with < 2 tokens excluded.
 - ITL: the gap between consecutive token-carrying chunks, divided by the tokens the later chunk carried.
 - E2E: send to the end of the stream (``[DONE]``).
+- reasoning_tokens, answer_tokens: the output tokens of chunks that carried reasoning only, and the rest.
 - output_tok_s: output tokens of ok requests / level duration; total_tok_s adds prompt tokens.
 - duration_s: first send to last completion of the measured requests.
 - per_user_output_tok_s: mean over ok requests of output_tokens / E2E (the speed one user sees).
@@ -39,6 +42,7 @@ def _present(values: list[float | None]) -> list[float]:
 
 DISTRIBUTIONS = (
     Metric("ttft_ms", "ms", "lower", lambda rs: _present([r.ttft_ms for r in rs])),
+    Metric("ttfa_ms", "ms", "lower", lambda rs: _present([r.ttfa_ms for r in rs])),
     Metric("tpot_ms", "ms", "lower", lambda rs: _present([r.tpot_ms for r in rs])),
     Metric("itl_ms", "ms", "lower", lambda rs: [x for r in rs for x in r.itl_ms]),
     Metric("e2e_ms", "ms", "lower", lambda rs: _present([r.e2e_ms for r in rs])),
@@ -65,6 +69,8 @@ def throughput(records: list[RequestRecord]) -> dict[str, float | int | None]:
         "duration_s": dur,
         "output_tokens": out_tokens,
         "prompt_tokens": in_tokens,
+        "reasoning_tokens": sum(r.reasoning_tokens or 0 for r in ok),
+        "answer_tokens": sum(r.answer_tokens or 0 for r in ok),
         "output_tok_s": out_tokens / dur if dur > 0 else None,
         "total_tok_s": (out_tokens + in_tokens) / dur if dur > 0 else None,
         "request_s": len(ok) / dur if dur > 0 else None,
@@ -96,8 +102,9 @@ def client_timing(
     (a starved API server flushing several outputs) and not when the client was a whole gap behind
     the stream. ``read_lag_ms_p99`` is how long the newest bytes of a read waited for the client
     (p99 over requests of each one's longest wait): a lower bound of how far behind it ran.
-    ``loop_lag`` (``loop_lag_ms_p99``, ``loop_lag_ms_max``: how late the event loop woke) catches a
-    stalled client even when the kernel merged what it held back; above ``max_lag_ms`` it adds a note.
+    ``loop_lag`` (``loop_lag_ms_p99``, ``loop_lag_ms_max``: how late the event loop woke; ``cpu_wait_ms``:
+    how long its thread was runnable without a CPU) catches a stalled client even when the kernel merged
+    what it held back; above ``max_lag_ms`` it adds a note.
     """
     ok = [r for r in records if r.ok]
     sources = sorted({r.stamps for r in ok if r.stamps})
@@ -124,10 +131,12 @@ def client_timing(
         )
     stalled = out.get("loop_lag_ms_p99")
     if stalled is not None and stalled > max_lag_ms:
+        waited = out.get("cpu_wait_ms")
         notes.append(
             f"the client stalled: its event loop woke {stalled:.0f} ms late at p99 (> {max_lag_ms:.0f} ms), so "
             "tokens waited unread and TTFT, ITL and E2E include that wait; the host starved the client of "
             "CPU (on small hosts, a /metrics render by vLLM can: see docs/metrics.md)"
+            + (f"; the loop's thread waited {waited:.0f} ms in all for a CPU" if waited is not None else "")
         )
     if chunks and merged / chunks > MERGED_NOTE_SHARE:
         notes.append(

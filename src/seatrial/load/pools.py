@@ -8,18 +8,23 @@ import asyncio
 import contextlib
 import multiprocessing as mp
 import os
-import queue
 import socket
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol
 
 from seatrial.errors import ConfigError
 from seatrial.load.distributed import READY_TIMEOUT_S, Clock, best_offset
+from seatrial.load.records import RequestRecord
+from seatrial.load.share import WorkerClock, WorkerShare, WorkerStats, pack, unpack
 from seatrial.raycluster import connect_ray
 
-OnRecord = Callable[[int, dict[str, Any]], None]
+#: one finished record of a worker, with where that worker's clock stood
+OnRecord = Callable[[int, RequestRecord, WorkerClock], None]
+#: what a worker hands back: its finished records, each with its clock
+Returned = list[tuple[RequestRecord, WorkerClock]]
 #: called once every worker of the level is ready (or gone): sets the common start, returns it (wall ns)
 OnStart = Callable[[], int]
 PINGS = 7
@@ -31,10 +36,10 @@ class Pool(Protocol):
     clocks: dict[int, Clock]
 
     async def run(
-        self, shares: list[dict[str, Any]], on_record: OnRecord, on_start: OnStart
-    ) -> dict[int, dict[str, Any] | str]:
-        """Each share on its worker, started together once all are ready; per worker its stats, or why
-        it died."""
+        self, shares: list[WorkerShare], on_record: OnRecord, on_start: OnStart
+    ) -> dict[int, WorkerStats | str]:
+        """Each share on its worker (every share pickled first, :func:`~seatrial.load.share.pack`), started
+        together once all are ready; per worker its stats, or why it died."""
 
     def kill(self, worker: int) -> None:
         """Kill one worker (tests: a client that dies mid-level)."""
@@ -47,88 +52,123 @@ BATCH_ROWS, BATCH_S = 64, 0.05
 
 
 class _Batcher:
-    """Finished records, sent to the driver in batches (one pickle and one queue write per batch)."""
+    """Finished records, sent to the driver in batches (one pickle and one pipe write per batch)."""
 
-    def __init__(self, worker: int, results: Any) -> None:
+    def __init__(self, worker: int, results: Connection) -> None:
         self.worker, self.results = worker, results
-        self.rows: list[dict[str, Any]] = []
+        self.rows: Returned = []
         self.since = time.monotonic()
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, rec: RequestRecord, clock: WorkerClock) -> None:
         if not self.rows:
             self.since = time.monotonic()
-        self.rows.append(row)
+        self.rows.append((rec, clock))
         if len(self.rows) >= BATCH_ROWS or time.monotonic() - self.since >= BATCH_S:
             self.flush()
 
     def flush(self) -> None:
         if self.rows:
-            self.results.put(("records", self.worker, self.rows))
+            self.results.send(("records", self.worker, self.rows))
             self.rows = []
 
 
-def _worker_main(worker: int, tasks: Any, results: Any) -> None:
-    """A pool process: answers pings, runs level shares, streams their records."""
+def _worker_main(worker: int, tasks: Connection, results: Connection) -> None:
+    """A pool process: answers pings, runs level shares, streams their records, each on its own pipe
+    (nothing shared with another worker: a worker killed mid-write tears only its own pipe)."""
     from seatrial.load.worker import run_share
 
     async def ready() -> int:
-        results.put(("ready", worker, None))
-        go = await asyncio.to_thread(tasks.get)
+        results.send(("ready", worker, None))
+        go = await asyncio.to_thread(_recv, tasks)
         if go is None:  # the driver closed the pool before the start
-            tasks.put(None)
             raise RuntimeError("the pool closed before the level started")
         return int(go[1])
 
-    while (msg := tasks.get()) is not None:
+    while (msg := _recv(tasks)) is not None:
         if msg[0] == "ping":
-            results.put(("pong", worker, time.time_ns()))
+            results.send(("pong", worker, time.time_ns()))
             continue
         batch = _Batcher(worker, results)
         try:
-            stats = asyncio.run(run_share(msg[1], batch.add, ready))
+            stats = asyncio.run(run_share(unpack(msg[1]), batch.add, ready))
             batch.flush()
-            results.put(("done", worker, stats))
+            results.send(("done", worker, stats))
         except Exception as exc:  # the driver turns the share's missing records into failures
             batch.flush()
-            results.put(("error", worker, f"{type(exc).__name__}: {exc}"))
+            results.send(("error", worker, f"{type(exc).__name__}: {exc}"))
+
+
+def _recv(conn: Connection) -> Any:
+    """The next message, or None once the other end is gone."""
+    try:
+        return conn.recv()
+    except (EOFError, OSError):
+        return None
 
 
 class ProcessPool:
-    """``size`` spawned processes (a fresh interpreter each: no state inherited from the driver's loop)."""
+    """``size`` spawned processes (a fresh interpreter each: no state inherited from the driver's loop),
+    each with a pipe of its own for tasks and one for results. The driver waits on every result pipe
+    and every process's sentinel at once (``multiprocessing.connection.wait``): a worker that dies, even
+    halfway through writing a batch, is seen as gone, and the others' records keep flowing."""
 
     def __init__(self, size: int) -> None:
         ctx = mp.get_context("spawn")
         self.size = size
-        self.results: Any = ctx.Queue()
-        self.tasks: list[Any] = [ctx.Queue() for _ in range(size)]
-        self.procs = [ctx.Process(target=_worker_main, args=(w, self.tasks[w], self.results), daemon=True)
-                      for w in range(size)]  # fmt: skip
-        for p in self.procs:
-            p.start()
+        self.tasks: list[Connection] = []
+        self.results: list[Connection] = []
+        self.procs = []
+        for w in range(size):
+            task_in, task_out = ctx.Pipe(duplex=False)
+            result_in, result_out = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_worker_main, args=(w, task_in, result_out), daemon=True)
+            proc.start()
+            task_in.close()  # the worker holds these ends alone: its death closes them
+            result_out.close()
+            self.tasks.append(task_out)
+            self.results.append(result_in)
+            self.procs.append(proc)
         self.clocks = {w: self._clock(w) for w in range(size)}
 
     def _clock(self, worker: int) -> Clock:
         samples = []
         for _ in range(PINGS):
             t0 = time.time_ns()
-            self.tasks[worker].put(("ping",))
-            _, _, now = self.results.get(timeout=120)
-            samples.append((t0, now, time.time_ns()))
+            self._send(worker, ("ping",))
+            if not self.results[worker].poll(120) or (msg := _recv(self.results[worker])) is None:
+                raise ConfigError(
+                    f"client worker {worker} did not start (exit {self.procs[worker].exitcode})"
+                )
+            samples.append((t0, msg[2], time.time_ns()))
         offset, rtt = best_offset(samples)
         return Clock(worker, offset, rtt, f"{socket.gethostname()} pid {self.procs[worker].pid}")
 
+    def _send(self, worker: int, msg: Any) -> bool:
+        """Send ``msg`` to ``worker``; False when it is gone."""
+        try:
+            self.tasks[worker].send(msg)
+            return True
+        except (BrokenPipeError, ConnectionResetError, EOFError, OSError):
+            return False
+
     async def run(
-        self, shares: list[dict[str, Any]], on_record: OnRecord, on_start: OnStart
-    ) -> dict[int, dict[str, Any] | str]:
-        """The shares on their processes; a reader thread takes the results off the queue (no thread hop
-        per message on the event loop) and hands each batch to the loop. The go goes to every ready
-        worker once no running worker is still getting ready (or at ``READY_TIMEOUT_S``)."""
-        for share in shares:
-            self.tasks[share["worker"]].put(("level", share))
-        pending = {s["worker"] for s in shares}
+        self, shares: list[WorkerShare], on_record: OnRecord, on_start: OnStart
+    ) -> dict[int, WorkerStats | str]:
+        """The shares on their processes; a reader thread waits on the result pipes and sentinels (no
+        thread hop per message on the event loop) and hands each message to the loop. The go goes to every
+        ready worker once no running worker is still getting ready (or at ``READY_TIMEOUT_S``)."""
+        packed = pack(shares)
+        out: dict[int, WorkerStats | str] = {}
+        pending: set[int] = set()
+        for w, data in packed.items():
+            if self.procs[w].is_alive() and self._send(w, ("level", data)):
+                pending.add(w)
+            else:
+                out[w] = f"process exited with {self.procs[w].exitcode}"
+        if not pending:
+            return out
         ready: set[int] = set()
         started: list[bool] = []
-        out: dict[int, dict[str, Any] | str] = {}
         loop = asyncio.get_running_loop()
         finished = loop.create_future()
 
@@ -138,7 +178,7 @@ class ProcessPool:
             started.append(True)
             start = on_start()
             for w in pending:
-                self.tasks[w].put(("go", start))
+                self._send(w, ("go", start))
 
         timer = loop.call_later(READY_TIMEOUT_S, go, True)
 
@@ -146,8 +186,8 @@ class ProcessPool:
             if kind == "ready":
                 ready.add(worker)
             elif kind == "records":
-                for row in body:
-                    on_record(worker, row)
+                for rec, clock in body:
+                    on_record(worker, rec, clock)
             elif kind in ("done", "error", "died") and worker in pending:
                 out[worker] = body
                 pending.discard(worker)
@@ -155,24 +195,9 @@ class ProcessPool:
             if not pending and not finished.done():
                 finished.set_result(None)
 
-        def read() -> None:
-            waiting = set(pending)
-            while waiting:
-                try:
-                    kind, worker, body = self.results.get(True, 0.2)
-                except queue.Empty:
-                    for w in list(waiting):
-                        if not self.procs[w].is_alive():
-                            waiting.discard(w)
-                            loop.call_soon_threadsafe(
-                                deliver, "died", w, f"process exited with {self.procs[w].exitcode}"
-                            )
-                    continue
-                if kind in ("done", "error"):
-                    waiting.discard(worker)
-                loop.call_soon_threadsafe(deliver, kind, worker, body)
-
-        reader = threading.Thread(target=read, name="seatrial-pool-reader", daemon=True)
+        reader = threading.Thread(
+            target=self._read, args=(set(pending), loop, deliver), name="seatrial-pool-reader", daemon=True
+        )
         reader.start()
         try:
             await finished
@@ -181,6 +206,39 @@ class ProcessPool:
         await asyncio.to_thread(reader.join)
         return out
 
+    def _read(self, waiting: set[int], loop: asyncio.AbstractEventLoop, deliver: Callable[..., None]) -> None:
+        """Until every worker in ``waiting`` is done, failed or gone: each message as it comes, from
+        whichever pipe has one; a worker whose pipe ends or whose process exits is gone (what it wrote
+        before is read first; a message torn by its death ends its pipe, no other)."""
+        pipes = {self.results[w]: w for w in waiting}
+        sentinels = {self.procs[w].sentinel: w for w in waiting}
+
+        def take(w: int, msg: Any) -> None:
+            if msg[0] in ("done", "error"):
+                waiting.discard(w)
+            loop.call_soon_threadsafe(deliver, *msg)
+
+        while waiting:
+            live = [c for c, w in pipes.items() if w in waiting] + [
+                s for s, w in sentinels.items() if w in waiting
+            ]
+            for obj in wait(live, timeout=1.0):
+                w = pipes[obj] if isinstance(obj, Connection) else sentinels[obj]  # type: ignore[index]
+                if w not in waiting:
+                    continue
+                if isinstance(obj, Connection) and (msg := _recv(obj)) is not None:
+                    take(w, msg)
+                    continue
+                conn = self.results[w]
+                while w in waiting and conn.poll(0) and (msg := _recv(conn)) is not None:
+                    take(w, msg)
+                if w in waiting:
+                    self.procs[w].join(5)
+                    waiting.discard(w)
+                    loop.call_soon_threadsafe(
+                        deliver, "died", w, f"process exited with {self.procs[w].exitcode}"
+                    )
+
     def kill(self, worker: int) -> None:
         """Kill one worker process (tests: a client that dies mid-level)."""
         self.procs[worker].kill()
@@ -188,12 +246,14 @@ class ProcessPool:
     def close(self) -> None:
         for w, p in enumerate(self.procs):
             if p.is_alive():
-                self.tasks[w].put(None)
+                self._send(w, None)
         for p in self.procs:
             p.join(10)
             if p.is_alive():
                 p.kill()
                 p.join()
+        for conn in (*self.tasks, *self.results):
+            conn.close()
 
 
 def _actor_class(ray: Any) -> Any:
@@ -206,7 +266,7 @@ def _actor_class(ray: Any) -> Any:
             import seatrial.load.worker  # noqa: F401  (imported now, not inside a level's start margin)
 
             self.worker = worker
-            self.buffer: list[dict[str, Any]] = []
+            self.buffer: Returned = []
             self.levels: dict[str, tuple[asyncio.Event, asyncio.Future[int]]] = {}
 
         def _level(self, key: str) -> tuple[asyncio.Event, asyncio.Future[int]]:
@@ -220,17 +280,18 @@ def _actor_class(ray: Any) -> Any:
         def where(self) -> str:
             return f"{socket.gethostname()} node {ray.get_runtime_context().get_node_id()[:12]} pid {os.getpid()}"
 
-        async def run(self, share: dict[str, Any]) -> dict[str, Any]:
+        async def run(self, data: bytes) -> WorkerStats:
             from seatrial.load.worker import run_share
 
-            is_ready, start = self._level(share["id_prefix"])
+            share = unpack(data)
+            is_ready, start = self._level(share.sending.id_prefix)
 
             async def ready() -> int:
                 is_ready.set()
                 return await start
 
             try:  # the buffer of now, not of then (drain replaces it)
-                return await run_share(share, lambda row: self.buffer.append(row), ready)
+                return await run_share(share, lambda rec, clock: self.buffer.append((rec, clock)), ready)
             finally:
                 is_ready.set()
 
@@ -243,7 +304,7 @@ def _actor_class(ray: Any) -> Any:
                 start.set_result(start_wall_ns)
             self.levels.pop(key, None)
 
-        def drain(self) -> list[dict[str, Any]]:
+        def drain(self) -> Returned:
             out, self.buffer = self.buffer, []
             return out
 
@@ -278,52 +339,54 @@ class RayPool:
         return Clock(worker, offset, rtt, where)
 
     async def run(
-        self, shares: list[dict[str, Any]], on_record: OnRecord, on_start: OnStart
-    ) -> dict[int, dict[str, Any] | str]:
-        ray = self.ray
-        refs = {s["worker"]: self.actors[s["worker"]].run.remote(s) for s in shares}
+        self, shares: list[WorkerShare], on_record: OnRecord, on_start: OnStart
+    ) -> dict[int, WorkerStats | str]:
+        """The shares on their actors; every actor's buffer is drained as it goes and once more when its
+        run ends, however it ends (a run that raised leaves no row behind for the next level)."""
+        if not shares:
+            return {}
+        ray, packed = self.ray, pack(shares)
+        refs = {w: self.actors[w].run.remote(data) for w, data in packed.items()}
         await self._start_together(shares, on_start)
-        out: dict[int, dict[str, Any] | str] = {}
+        out: dict[int, WorkerStats | str] = {}
+
+        async def drain(w: int) -> None:
+            for rec, clock in await self.actors[w].drain.remote():
+                on_record(w, rec, clock)
+
         while len(out) < len(refs):
             await asyncio.sleep(0.2)
             for w, ref in refs.items():
                 if w in out:
                     continue
                 try:
-                    for row in await self.actors[w].drain.remote():
-                        on_record(w, row)
-                except ray.exceptions.RayActorError as exc:
-                    out[w] = f"Ray actor died: {str(exc).splitlines()[0]}"
-                    continue
-                ready, _ = ray.wait([ref], timeout=0)
-                if ready:
-                    try:
-                        stats = await ref
-                    except ray.exceptions.RayActorError as exc:
-                        out[w] = f"Ray actor died: {str(exc).splitlines()[0]}"
+                    await drain(w)
+                    ready, _ = ray.wait([ref], timeout=0)
+                    if not ready:
                         continue
+                    try:
+                        out[w] = await ref
                     except ray.exceptions.RayTaskError as exc:
                         out[w] = f"error: {str(exc).splitlines()[-1]}"
-                        continue
-                    for row in await self.actors[w].drain.remote():
-                        on_record(w, row)
-                    out[w] = stats
+                    await drain(w)  # what it sent after the last drain, before it ended
+                except ray.exceptions.RayActorError as exc:
+                    out[w] = f"Ray actor died: {str(exc).splitlines()[0]}"
         return out
 
-    async def _start_together(self, shares: list[dict[str, Any]], on_start: OnStart) -> None:
+    async def _start_together(self, shares: list[WorkerShare], on_start: OnStart) -> None:
         """Wait until every actor is ready (or gone, or ``READY_TIMEOUT_S`` passed), then send the start."""
 
         async def settled(ref: Any) -> None:
             with contextlib.suppress(Exception):  # a dead actor is ready as it will ever be
                 await ref
 
-        key = shares[0]["id_prefix"] if shares else ""
-        waits = [settled(self.actors[s["worker"]].wait_ready.remote(key)) for s in shares]
+        key = shares[0].sending.id_prefix if shares else ""
+        waits = [settled(self.actors[s.worker].wait_ready.remote(key)) for s in shares]
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.gather(*waits), READY_TIMEOUT_S)
         start = on_start()
         for s in shares:
-            self.actors[s["worker"]].go.remote(key, start)
+            self.actors[s.worker].go.remote(key, start)
 
     def kill(self, worker: int) -> None:
         self.ray.kill(self.actors[worker])

@@ -25,6 +25,12 @@ class RequestRecord:
     (``user``). ``read_lag_ms_max`` is the longest the client took to handle a read after it
     arrived; ``merged_events`` counts events that arrived merged into one read with a later one
     (the client fell a whole gap behind that stream), which then share the later one's time.
+    ``ttfa_ms`` is the time to the first answer token: the first token not marked as reasoning (equal to
+    ``ttft_ms`` where the stream carries no reasoning; None where it carried reasoning only).
+    ``reasoning_tokens`` counts the tokens of chunks that carried reasoning text only, ``answer_tokens``
+    the rest of ``output_tokens``.
+    ``trace_line`` is the 0-based line of the trace a replayed request came from; ``session`` and ``turn``
+    (0-based) place a request in its conversation.
     """
 
     request_id: str
@@ -35,16 +41,22 @@ class RequestRecord:
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     ttft_ms: float | None = None
+    ttfa_ms: float | None = None
     last_token_ms: float | None = None
     e2e_ms: float | None = None
     itl_ms: list[float] = field(default_factory=list)
     chunks: int = 0
+    reasoning_tokens: int | None = None
+    answer_tokens: int | None = None
     scheduled_ms: float = 0.0
     sent_ms: float = 0.0
     cap_wait_ms: float = 0.0  # open loop: time waiting for a free slot under --max-concurrency
     status: int | None = None
     error: str | None = None
     kind: str = "default"
+    trace_line: int | None = None
+    session: int | None = None
+    turn: int | None = None
     finish_reason: str | None = None
     response_id: str | None = None  # the server's id for the request (vLLM: cmpl-<X-Request-Id>)
     stamps: str | None = None  # "kernel" | "user"
@@ -52,6 +64,9 @@ class RequestRecord:
     merged_events: int = 0
     usage_per_chunk: bool = False  # the server reported usage in content chunks (exact tokens per chunk)
     worker: int | None = None  # the client worker (process or Ray actor) that sent it; None: the only one
+    level: int | None = None  # the index of the run's level it belongs to; None: sent outside a level
+    # the engine's own timing from its span (--otlp-listen): queue_ms, prefill_ms, decode_ms, ttft_ms, e2e_ms
+    server_timing: dict[str, float | None] | None = None
     send_ns: int = 0
 
     @property
@@ -80,6 +95,6 @@ class RequestRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any], send_ns: int = 0) -> RequestRecord:
-        """A record back from :meth:`to_json` (a worker's, sent to the driver)."""
+        """A record back from :meth:`to_json` (a row of requests.jsonl)."""
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "send_ns"}
         return cls(**fields, send_ns=send_ns)

@@ -1,9 +1,12 @@
-"""Offer load without knowing HTTP: a closed loop of C users, or open-loop arrivals (Poisson or constant).
+"""Offer load without knowing HTTP: a closed loop of C users, open-loop arrivals (Poisson, constant,
+gamma; a ramp of rates), or a timed workload's own schedule (a trace's send times, sessions' turns).
 
 The scheduler hands each request spec to ``send(spec, record)`` and reports every finished record to
 ``on_record`` the moment it completes. It also measures how truly the load was delivered: the
-time-weighted number of requests in flight, and the lag between when a request should have gone
-out and when it did.
+time-weighted number of requests in flight, and the lateness of each request (when it should have gone
+out, ``scheduled_ms``, against when it did, ``sent_ms``).
+A spec that names the request it follows (``after``: a conversation's previous turn) is sent once that
+request's answer has arrived and the level's think time has passed, and not before its own ``at_s``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import itertools
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -33,7 +37,26 @@ class Delivery:
     in_flight: int = 0  # requests in flight now (read by the /metrics scraper)
     scheduled_rate: float | None = None  # open loop: arrivals per second of the schedule itself
     achieved_rate: float | None = None  # open loop: arrivals per second actually sent
+    scheduled_cv: float | None = None  # open loop: coefficient of variation of the schedule's gaps
+    achieved_cv: float | None = None  # open loop: the same of the gaps between sends
     _events: list[tuple[int, int]] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def from_events(cls, events: list[tuple[int, int]]) -> Delivery:
+        """A delivery of in-flight changes taken elsewhere (``(perf_counter_ns, +1 | -1)``: the workers'
+        timelines, on one clock), to be closed by :meth:`close`."""
+        return cls(_events=list(events))
+
+    @property
+    def events(self) -> list[tuple[int, int]]:
+        """The in-flight changes so far, ``(perf_counter_ns, +1 | -1)`` (a copy)."""
+        return list(self._events)
+
+    def note_arrivals(self, records: list[RequestRecord]) -> None:
+        """An open loop's rates and burstiness: of the schedule, and of what was sent."""
+        self.scheduled_rate, self.achieved_rate = arrival_rates(records)
+        self.scheduled_cv = gaps_cv([r.scheduled_ms for r in records])
+        self.achieved_cv = gaps_cv([r.sent_ms for r in records])
 
     def mark(self, delta: int) -> None:
         self.in_flight += delta
@@ -57,12 +80,20 @@ class Delivery:
         self.mean_in_flight = area / span if span > 0 else float(level)
 
 
+Ramp = tuple[str, float, float]  # ("linear" | "exponential", rate at the first request, at the last)
+
+
 @dataclass
-class LevelPlan:
-    """One measured level: ``concurrency`` users in a closed loop, or arrivals at ``rate`` per second.
+class LevelLoad:
+    """The load of one measured level: ``concurrency`` users in a closed loop, arrivals at ``rate`` per second (their
+    gaps by ``arrival``: poisson, constant, or gamma of shape ``burstiness``; a ``ramp`` of rates instead
+    of one), or a ``timed`` workload's own schedule (its specs' ``at_s`` and ``after``; ``think_s``
+    between an answer and the next turn). In an open loop ``concurrency`` caps the requests in flight.
 
     A worker's share of a level (``load.distributed``) names its arrivals' ``offsets_s`` (from the common
-    start) and the level-wide ``indices`` of its specs, so its request ids are the level's own."""
+    start) and the level-wide ``indices`` of its specs, so its request ids are the level's own. The first
+    ``lead`` requests of the level (by level-wide index) are its warm-up, sent in the same stream as the
+    measured ones (an open loop's queue is then in its steady state when measurement begins)."""
 
     concurrency: int
     rate: float | None = None
@@ -70,58 +101,114 @@ class LevelPlan:
     seed: int = 0
     offsets_s: list[float] | None = None
     indices: list[int] | None = None
+    lead: int = 0
+    burstiness: float = 1.0
+    ramp: Ramp | None = None
+    timed: bool = False
+    think_s: float = 0.0
+
+    @property
+    def open_loop(self) -> bool:
+        return self.rate is not None or self.timed
 
 
-def arrival_offsets_s(n: int, rate: float, arrival: str, seed: int) -> list[float]:
-    """Send times in seconds from the level start: exponential gaps (Poisson) or 1/rate (constant)."""
+def ramp_rate(ramp: Ramp, i: int, n: int) -> float:
+    """The rate for request ``i`` of ``n`` (vLLM's ramp-up): R0 + (R1 - R0) p, or R0 (R1 / R0)^p,
+    p = i / (n - 1)."""
+    kind, r0, r1 = ramp
+    p = i / max(n - 1, 1)
+    return r0 + (r1 - r0) * p if kind == "linear" else r0 * (r1 / r0) ** p
+
+
+def _gap(rng: random.Random, rate: float, arrival: str, burstiness: float) -> float:
+    if arrival == "poisson":
+        return rng.expovariate(rate)
+    if arrival == "gamma":
+        return rng.gammavariate(burstiness, 1.0 / (rate * burstiness))
+    return 1.0 / rate
+
+
+def arrival_offsets_s(
+    n: int, rate: float, arrival: str, seed: int, burstiness: float = 1.0, ramp: Ramp | None = None
+) -> list[float]:
+    """Send times in seconds from the level start. Gaps: exponential (poisson), 1/rate (constant), or gamma
+    with shape ``burstiness`` K and mean 1/rate (gamma: vLLM's --burstiness, coefficient of variation
+    1/sqrt(K), K < 1 burstier than Poisson). With a ``ramp`` the gap before request i has the mean
+    1/``ramp_rate(i)``. Unlike vLLM's, the first request goes at 0 and the schedule is not rescaled to end
+    at n/rate: what was sent is judged against the schedule's own rate."""
     rng = random.Random(seed)
     t, out = 0.0, []
-    for _ in range(n):
+    for i in range(n):
+        if i:
+            t += _gap(rng, rate if ramp is None else ramp_rate(ramp, i, n), arrival, burstiness)
         out.append(t)
-        t += rng.expovariate(rate) if arrival == "poisson" else 1.0 / rate
     return out
+
+
+def schedule_offsets(load: LevelLoad, specs: list[RequestSpec]) -> list[float]:
+    """Each spec's send time from the level start in an open loop (of a spec that follows another, the
+    earliest): the load's own, the specs' (timed), or drawn from the load's arrival process."""
+    if load.offsets_s is not None:
+        return load.offsets_s
+    if load.timed:
+        return [s.at_s or 0.0 for s in specs]
+    assert load.rate is not None
+    return arrival_offsets_s(len(specs), load.rate, load.arrival, load.seed, load.burstiness, load.ramp)
 
 
 async def run_level(
     specs: list[RequestSpec],
-    plan: LevelPlan,
+    load: LevelLoad,
     phase: Phase,
     id_prefix: str,
     send: SendFn,
     on_record: RecordFn,
     delivery: Delivery | None = None,
+    start_ns: int | None = None,
+    level_index: int | None = None,
 ) -> tuple[list[RequestRecord], Delivery]:
-    """Send every spec under ``plan``; return the records in completion order and the delivery stats
+    """Send every spec under ``load``; return the records in completion order and the delivery stats
     (into ``delivery`` when given, so that others can watch it during the level). The heap is frozen
-    first (:func:`frozen_heap`), before the level's clock starts."""
+    first (:func:`frozen_heap`), before the level's clock starts; the clock starts at ``start_ns``
+    (``perf_counter_ns``; a worker's common start, so that a late start shows as lateness) or now.
+    ``level_index``: the run's level, in every record's ``level`` (None: requests sent outside a level)."""
     with frozen_heap():
-        return await _run(specs, plan, phase, id_prefix, send, on_record, delivery or Delivery())
+        return await _run(
+            specs, load, phase, id_prefix, send, on_record, delivery or Delivery(), start_ns, level_index
+        )
 
 
 async def _run(
     specs: list[RequestSpec],
-    plan: LevelPlan,
+    load: LevelLoad,
     phase: Phase,
     id_prefix: str,
     send: SendFn,
     on_record: RecordFn,
     delivery: Delivery,
+    start_ns: int | None = None,
+    level_index: int | None = None,
 ) -> tuple[list[RequestRecord], Delivery]:
     records: list[RequestRecord] = []
-    t0 = time.perf_counter_ns()
+    t0 = time.perf_counter_ns() if start_ns is None else start_ns
     last_dispatch = [t0]
 
     async def one(i: int, scheduled_ns: int, cap_wait_ns: int = 0) -> None:
         spec = specs[i]
+        index = load.indices[i] if load.indices else i
         rec = RequestRecord(
-            request_id=f"{id_prefix}-{plan.indices[i] if plan.indices else i:05d}",
-            phase=phase,
-            concurrency=plan.concurrency,
+            request_id=f"{id_prefix}-{index:05d}",
+            phase="warmup" if index < load.lead else phase,
+            concurrency=load.concurrency,
             expected_output_tokens=spec.output_len if spec.ignore_eos else None,
             expected_prompt_tokens=spec.expected_prompt_tokens,
             kind=spec.kind,
             scheduled_ms=(scheduled_ns - t0) / 1e6,
             cap_wait_ms=cap_wait_ns / 1e6,
+            trace_line=spec.trace_line,
+            session=spec.session,
+            turn=spec.turn,
+            level=level_index,
         )
         now = time.perf_counter_ns()
         rec.sent_ms = (now - t0) / 1e6
@@ -137,11 +224,11 @@ async def _run(
             records.append(rec)
             on_record(rec)
 
-    if plan.rate is None:
-        await _closed_loop(len(specs), plan.concurrency, one)
+    if not load.open_loop:
+        await _closed_loop(len(specs), load.concurrency, one)
     else:
-        await _open_loop(len(specs), plan, t0, one)
-        delivery.scheduled_rate, delivery.achieved_rate = arrival_rates(records)
+        await _open_loop(specs, load, t0, one)
+        delivery.note_arrivals(records)
     delivery.dispatched = len(records)
     delivery.close(last_dispatch[0])
     return records, delivery
@@ -160,6 +247,17 @@ def arrival_rates(records: list[RequestRecord]) -> tuple[float | None, float | N
     return rate(due[-1] - due[0]), rate(sent[-1] - sent[0])
 
 
+def gaps_cv(times_ms: list[float]) -> float | None:
+    """Coefficient of variation (standard deviation over mean) of the gaps between sorted times: 1 for
+    Poisson arrivals, 0 for constant ones, 1/sqrt(K) for gamma arrivals of shape K."""
+    gaps = [b - a for a, b in itertools.pairwise(sorted(times_ms))]
+    if len(gaps) < 2:
+        return None
+    mean = sum(gaps) / len(gaps)
+    var = sum((g - mean) ** 2 for g in gaps) / (len(gaps) - 1)
+    return var**0.5 / mean if mean > 0 else None
+
+
 async def _closed_loop(n: int, users: int, one: Callable[..., Awaitable[None]]) -> None:
     counter = iter(range(n))
 
@@ -172,30 +270,48 @@ async def _closed_loop(n: int, users: int, one: Callable[..., Awaitable[None]]) 
     await asyncio.gather(*(user() for _ in range(min(users, n))))
 
 
-async def _open_loop(n: int, plan: LevelPlan, t0: int, one: Callable[..., Awaitable[None]]) -> None:
-    assert plan.rate is not None
-    cap = asyncio.Semaphore(plan.concurrency)
-    tasks = []
+async def _sleep_until(due_ns: int) -> None:
+    delay = (due_ns - time.perf_counter_ns()) / 1e9
+    if delay > 0:
+        await asyncio.sleep(delay)
 
-    async def gated(i: int, due: int) -> None:
+
+async def _open_loop(
+    specs: list[RequestSpec], load: LevelLoad, t0: int, one: Callable[..., Awaitable[None]]
+) -> None:
+    cap = asyncio.Semaphore(load.concurrency)
+    offsets = schedule_offsets(load, specs)
+    due = [t0 + int(off * 1e9) for off in offsets]
+    position = {level: i for i, level in enumerate(load.indices)} if load.indices else None
+    parent = {i: s.after if position is None else position[s.after] for i, s in enumerate(specs)
+              if s.after is not None}  # fmt: skip
+    loop = asyncio.get_running_loop()
+    answered: dict[int, asyncio.Future[int]] = {p: loop.create_future() for p in parent.values()}
+
+    async def gated(i: int, due_ns: int) -> None:
         # Waiting for a free slot under --max-concurrency is back-pressure, not client lag: it is kept
         # apart (cap_wait_ms) from the lag, and the schedule keeps its due time, so a cap that holds the
         # arrivals back shows in the achieved rate.
-        waited_from = time.perf_counter_ns()
-        async with cap:
-            await one(i, due, max(0, time.perf_counter_ns() - max(waited_from, due)))
+        waited_from, full = time.perf_counter_ns(), cap.locked()
+        try:
+            async with cap:
+                waited = time.perf_counter_ns() - max(waited_from, due_ns) if full else 0
+                await one(i, due_ns, max(0, waited))
+        finally:
+            if i in answered and not answered[i].done():
+                answered[i].set_result(time.perf_counter_ns())
 
-    offsets = (
-        plan.offsets_s
-        if plan.offsets_s is not None
-        else arrival_offsets_s(n, plan.rate, plan.arrival, plan.seed)
-    )
-    for i, offset in enumerate(offsets):
-        due = t0 + int(offset * 1e9)
-        delay = (due - time.perf_counter_ns()) / 1e9
-        if delay > 0:
-            await asyncio.sleep(delay)
-        tasks.append(asyncio.create_task(gated(i, due)))
+    async def follows(i: int) -> None:
+        """A conversation's next turn: after the previous answer and the think time, not before its time."""
+        answer_ns = await answered[parent[i]]
+        due_ns = max(due[i], answer_ns + int(load.think_s * 1e9))
+        await _sleep_until(due_ns)
+        await gated(i, due_ns)
+
+    tasks = [asyncio.create_task(follows(i)) for i in parent]
+    for i in sorted((i for i in range(len(specs)) if i not in parent), key=lambda i: due[i]):
+        await _sleep_until(due[i])
+        tasks.append(asyncio.create_task(gated(i, due[i])))
     await asyncio.gather(*tasks)
 
 

@@ -14,7 +14,10 @@ class MalformedStream(Exception):
 
 @dataclass
 class Chunk:
-    """What one ``data:`` event carried: text, the cumulative completion tokens if reported, usage."""
+    """What one ``data:`` event carried: text (the answer's and the reasoning's), the cumulative completion
+    tokens if reported, usage. ``reasoning`` is the part of ``text`` that a chat delta marked as reasoning
+    (vLLM: ``reasoning``; others: ``reasoning_content``); ``only_reasoning`` says the delta carried reasoning
+    and no answer text (also a reasoning token that decoded to no text: vLLM sends ``{"reasoning": ""}``)."""
 
     text: str
     completion_tokens: int | None
@@ -23,6 +26,13 @@ class Chunk:
     has_choice: bool
     response_id: str | None = None
     is_chat: bool = False
+    reasoning: str = ""
+    only_reasoning: bool = False
+
+    @property
+    def answer(self) -> str:
+        """The answer's text (``text`` without the reasoning)."""
+        return self.text[: len(self.text) - len(self.reasoning)]
 
 
 def parse_data_line(line: bytes) -> Chunk | None:
@@ -52,14 +62,15 @@ def parse_data_line(line: bytes) -> Chunk | None:
 def _chunk(data: dict[str, Any]) -> Chunk:
     usage = data.get("usage") or {}
     choices = data.get("choices") or []
-    text, finish = "", None
+    text, reasoning, finish, only_reasoning = "", "", None, False
     if choices:
         choice = choices[0]
         delta = choice.get("delta")
         if isinstance(delta, dict):
-            text = (delta.get("content") or "") + (
-                delta.get("reasoning_content") or delta.get("reasoning") or ""
-            )
+            marked = delta.get("reasoning", delta.get("reasoning_content"))
+            reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
+            text = (delta.get("content") or "") + reasoning
+            only_reasoning = isinstance(marked, str) and not delta.get("content")
         else:
             text = choice.get("text") or ""
         finish = choice.get("finish_reason")
@@ -71,6 +82,8 @@ def _chunk(data: dict[str, Any]) -> Chunk:
         has_choice=bool(choices),
         response_id=data.get("id"),
         is_chat=bool(choices) and isinstance(choices[0].get("delta"), dict),
+        reasoning=reasoning,
+        only_reasoning=only_reasoning,
     )
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from seatrial.checkpoint.report import Finding
 from seatrial.plan.arch import Arch
 from seatrial.plan.hardware import Hardware
 from seatrial.plan.models import PlanResult
 from seatrial.plan.source import Source
+from seatrial.runs.findings import Finding
 
 
 def plan_findings(result: PlanResult, arch: Arch, src: Source, stages: list[Hardware]) -> list[Finding]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from seatrial.checkpoint.report import Finding
-from seatrial.errors import ConfigError
+from seatrial.errors import as_flag, config_errors
 from seatrial.plan.kv import KvCapacity
+from seatrial.runs.findings import Finding
 
 GIB = 1024**3
 
@@ -53,13 +53,8 @@ class PlanRequest(BaseModel):
 
 def build_request(**fields: Any) -> PlanRequest:
     """A PlanRequest, with a ConfigError naming the flag (``--tp``) instead of a validation traceback."""
-    try:
+    with config_errors(label=lambda loc: "DIR" if loc == "checkpoint" else as_flag(loc)):
         return PlanRequest(**fields)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        name = str(err["loc"][0]) if err["loc"] else "plan"
-        flag = "DIR" if name == "checkpoint" else "--" + name.replace("_", "-")
-        raise ConfigError(f"{flag}: {err['msg']} (got {err.get('input')!r})") from None
 
 
 class RankLedger(BaseModel):

@@ -1,43 +1,28 @@
 """The run folder's ``report.html``: one self-contained page (inline CSS and SVG, no network).
 
 Each capability contributes a *section*: a function from the run's ``summary.json`` to an HTML
-fragment, or None when the summary has nothing for it. Sections live in ``report/sections/``.
+fragment, or None when the summary has nothing for it. Sections live in ``report/sections/``; which
+of them a page shows is chosen by the command that wrote the folder (``run.json``'s ``command``).
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
-
 from seatrial.jsonio import read_json
-
-Section = Callable[[dict[str, Any]], str | None]
-
-_env = Environment(
-    loader=PackageLoader("seatrial", "report/templates"), autoescape=select_autoescape(["html", "j2"])
-)
-
-
-def template(name: str) -> Any:
-    """A template of ``report/templates`` (autoescaped)."""
-    return _env.get_template(name)
-
-
-def sections() -> list[Section]:
-    from seatrial.report.sections import all_sections
-
-    return all_sections()
+from seatrial.report.jinja import template
 
 
 def render_html(summary: dict[str, Any], title: str, run_info: dict[str, Any] | None = None) -> str:
-    parts = [frag for section in sections() if (frag := section(summary))]
+    from seatrial.report.sections import sections_for
+
+    command = (run_info or {}).get("command")
+    parts = [frag for section in sections_for(command) if (frag := section(summary))]
     if not parts:
         parts = [f"<p>Nothing to report in this summary (keys: {html.escape(', '.join(summary))}).</p>"]
-    return _env.get_template("report.html.j2").render(title=title, sections=parts, run=run_info or {})
+    return template("report.html.j2").render(title=title, sections=parts, run=run_info or {})
 
 
 def write_report(run_dir: Path) -> Path:

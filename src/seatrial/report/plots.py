@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib
 
@@ -84,4 +84,51 @@ def dots_svg(categories: Sequence[str], values: Sequence[Sequence[float]], *, ti
     ax.set_xticks(range(len(categories)), list(categories))
     ax.set(title=title, ylabel=ylabel)
     ax.grid(alpha=0.3, axis="y")
+    return _svg(fig)
+
+
+def intervals_svg(
+    x: Sequence[float], values: Sequence[float | None], lows: Sequence[float], highs: Sequence[float], *,
+    title: str, xlabel: str, ylabel: str, target: float | None = None, marked: float | None = None,
+    labels: Sequence[str] | None = None,
+) -> str:  # fmt: skip
+    """Each point with its interval (an error bar), an optional horizontal ``target`` line and a vertical
+    line at ``marked``; ``labels`` name each point's group (one colour each)."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=100)
+    groups = labels or [""] * len(x)
+    for i, name in enumerate(dict.fromkeys(groups)):
+        idx = [j for j, g in enumerate(groups) if g == name]
+        ys = [float("nan") if (v := values[j]) is None else float(v) for j in idx]
+        err = [[y - lows[j] for y, j in zip(ys, idx, strict=True)], [highs[j] - y for y, j in zip(ys, idx, strict=True)]]
+        ax.errorbar([x[j] for j in idx], ys, yerr=err, fmt="o", capsize=3, color=f"C{i}", label=name or None)
+    if target is not None:
+        ax.axhline(target, color="0.4", linestyle="--", linewidth=1, label=f"target {target:g}")
+    if marked is not None:
+        ax.axvline(marked, color="C2", linestyle=":", linewidth=1.5, label=f"capacity {marked:g}")
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    return _svg(fig)
+
+
+def timeline_svg(
+    lines: Mapping[str, tuple[Sequence[float], Sequence[float | None]]],
+    windows: Sequence[tuple[float, float, str]],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+) -> str:
+    """Lines over time (``name -> (t, y)``; a None breaks a line) with labelled windows shaded behind them
+    (the levels of a run)."""
+    fig, ax = plt.subplots(figsize=(9.6, 3.4), dpi=100)
+    for i, (start, end, label) in enumerate(windows):
+        ax.axvspan(start, end, color=f"C{i % 10}", alpha=0.08, linewidth=0)
+        ax.text((start + end) / 2, 0.98, label, transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=7)
+    for name, (t, ys) in lines.items():
+        ax.plot(list(t), [float("nan") if y is None else y for y in ys], linewidth=1, label=name)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    ax.grid(alpha=0.3)
+    if lines:
+        ax.legend(fontsize=8, loc="lower right")
     return _svg(fig)

@@ -11,13 +11,13 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from seatrial.runs.folder import RunFolder, environment, read_jsonl, write_redacted
+    from seatrial.runs.folder import RunFolder, environment, read_jsonl, record, write_redacted
     from seatrial.runs.redact import REDACTED, redact, secret_name
     from seatrial.runs.result import TrialResult
     from seatrial.runs.verdicts import counts_line, judge_run
 
 _WHERE = {
-    "RunFolder": "folder", "environment": "folder", "read_jsonl": "folder", "write_redacted": "folder",
+    "RunFolder": "folder", "environment": "folder", "read_jsonl": "folder", "record": "folder", "write_redacted": "folder",
     "REDACTED": "redact", "redact": "redact", "secret_name": "redact",
     "TrialResult": "result",
     "counts_line": "verdicts", "judge_run": "verdicts",
@@ -31,6 +31,7 @@ __all__ = [
     "environment",
     "judge_run",
     "read_jsonl",
+    "record",
     "redact",
     "secret_name",
     "write_redacted",

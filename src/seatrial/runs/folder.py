@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import orjson
+from pydantic import BaseModel
 
 from seatrial import __version__
 from seatrial.jsonio import write_json
@@ -107,7 +108,7 @@ class RunFolder:
         assert self._metrics is not None, "this run folder keeps no server metrics"
         self._metrics.put(row)
 
-    def write_summary(self, summary: dict[str, Any]) -> Path:
+    def write_summary(self, summary: dict[str, Any] | BaseModel) -> Path:
         return write_redacted(self.path / "summary.json", summary)
 
     def write_file(self, name: str, content: Any) -> Path:
@@ -123,6 +124,25 @@ class RunFolder:
         for writer in (self._requests, self._metrics):
             if writer is not None:
                 writer.close()
+
+
+def record(
+    out: Path,
+    command: str,
+    config: dict[str, Any],
+    summary: dict[str, Any] | BaseModel,
+    *,
+    extra: dict[str, Any] | None = None,
+    files: dict[str, Any] | None = None,
+) -> Path:
+    """The run folder of a command that sends no requests, written once it has its summary (hw, sync,
+    doctor, compare, demo); ``files`` go beside the contract's (``table.txt``, ``artifacts.json``).
+    Commands that stream requests keep a :class:`RunFolder` open while they run instead."""
+    with RunFolder(out, command, config, requests=False, extra=extra) as folder:
+        folder.write_summary(summary)
+        for name, content in (files or {}).items():
+            folder.write_file(name, content)
+    return out
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

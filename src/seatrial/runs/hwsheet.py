@@ -3,6 +3,7 @@ one line of key figures per trial, and the sheet's rows with repeated reasons sa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from seatrial.runs.result import TrialResult
@@ -13,26 +14,17 @@ SHEET_COLUMNS = ("trial", "gpu", "verdict", "evidence / reason")
 BAD = (Verdict.FAIL, Verdict.UNSTABLE, Verdict.REVIEW_REQUIRED, Verdict.INCONCLUSIVE)
 
 
-def trial_summary(trial: TrialResult) -> str:
-    """The key figures of ``trial.evidence`` in one line ('' when there are none)."""
-    ev = trial.evidence
-    if trial.name.startswith("precision.") and ev.get("tflops") is not None:
-        peak = ev.get("tflops_peak")
-        of_peak = f" = {ev['peak_fraction']:.0%} of {peak}" if peak else " (no datasheet peak)"
-        return f"{ev['tflops']} TFLOP/s{of_peak}; kernels: {', '.join(_short(k) for k in ev['kernels'])}"
-    if trial.name == "burn" and "tflops" in ev:
-        return _burn(ev)
-    if trial.name == "collectives" and ev.get("busbw_gbps"):
-        peaks = {op: max(v.values()) for op, v in ev["busbw_gbps"].items()}
-        return "max busbw " + ", ".join(f"{op} {bw:.1f} GB/s" for op, bw in peaks.items())
-    if trial.name == "inventory" and "count" in ev:
-        return (
-            f"{ev['count']} GPU(s), driver {ev.get('driver_version')}, CUDA {ev.get('cuda_driver_version')}"
-        )
-    return ""
+def _precision(ev: dict[str, Any]) -> str:
+    if ev.get("tflops") is None:
+        return ""
+    peak = ev.get("tflops_peak")
+    of_peak = f" = {ev['peak_fraction']:.0%} of {peak}" if peak else " (no datasheet peak)"
+    return f"{ev['tflops']} TFLOP/s{of_peak}; kernels: {', '.join(_short(k) for k in ev['kernels'])}"
 
 
 def _burn(ev: dict[str, Any]) -> str:
+    if "tflops" not in ev:
+        return ""
     tel = ev.get("telemetry", {})
     parts = [f"{ev['tflops']} TFLOP/s", f"share {ev['share_of_best']:.0%}", f"{ev['checks']} checks"]
     if tel.get("sm_clock_mhz"):
@@ -44,6 +36,35 @@ def _burn(ev: dict[str, Any]) -> str:
     if tel.get("clock_events_seen"):
         parts.append("events " + ",".join(tel["clock_events_seen"]))
     return "; ".join(parts)
+
+
+def _collectives(ev: dict[str, Any]) -> str:
+    if not ev.get("busbw_gbps"):
+        return ""
+    peaks = {op: max(v.values()) for op, v in ev["busbw_gbps"].items()}
+    return "max busbw " + ", ".join(f"{op} {bw:.1f} GB/s" for op, bw in peaks.items())
+
+
+def _inventory(ev: dict[str, Any]) -> str:
+    if "count" not in ev:
+        return ""
+    return f"{ev['count']} GPU(s), driver {ev.get('driver_version')}, CUDA {ev.get('cuda_driver_version')}"
+
+
+#: trial (or trial family: ``precision`` for every ``precision.*``) -> its key figures in one line, from its
+#: evidence ('' when it has none). A trial without an entry shows its reason only (seatrial.hw.registry).
+SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "inventory": _inventory,
+    "precision": _precision,
+    "burn": _burn,
+    "collectives": _collectives,
+}
+
+
+def trial_summary(trial: TrialResult) -> str:
+    """The key figures of ``trial.evidence`` in one line ('' when there are none)."""
+    line = SUMMARIES.get(trial.name) or SUMMARIES.get(trial.name.split(".")[0])
+    return line(trial.evidence) if line else ""
 
 
 def _short(kernel: str, limit: int = 60) -> str:

@@ -7,10 +7,14 @@ what it writes through :func:`redact` first.
   value of ``--flag=value`` and of ``KEY=value`` words whose name looks secret.
 - text: the userinfo of any URL in it (``http://user:password@host``) is dropped, and the token of a
   ``Bearer ...`` credential is replaced.
+- environment variables (:func:`env_digests`): every value by its SHA-256; the value itself only where
+  neither the name (a word such as KEY, TOKEN, SECRET, PASS, AUTH, PSK, PEM, PRIVATE, HMAC, SIGN, CRED,
+  COOKIE) nor the shape (``Bearer ...``, URL userinfo, a PEM block, a long run of hex or base64) looks secret.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -18,15 +22,61 @@ REDACTED = "<redacted>"
 SECRET_WORDS = ("api_key", "apikey", "authorization", "password", "passwd", "secret", "bearer", "credential")
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
 _BEARER = re.compile(r"(?P<scheme>\bBearer\s+)[^\s\"']+", re.IGNORECASE)
+#: words of an environment variable's name (split at anything not a letter or digit) that mark it secret
+ENV_SECRET_WORDS = frozenset(("KEY", "KEYS", "TOKEN", "SECRET", "SECRETS", "PASS", "PASSWD", "PASSWORD", "PWD",
+                              "PW", "AUTH", "PSK", "PEM", "PRIVATE", "HMAC", "SIGN", "SIGNATURE", "SIGNING", "CRED",
+                              "CREDS", "CREDENTIAL", "CREDENTIALS", "COOKIE", "COOKIES", "SESSION", "BEARER", "JWT",
+                              "SALT", "APIKEY"))  # fmt: skip
+#: ... or that contain one of these (``ACCESSKEY``, ``AUTHTOKEN``, ``DBPASSWORD``)
+ENV_SECRET_PARTS = ("SECRET", "PASSW", "PASSPHRASE", "APIKEY", "ACCESSKEY", "PRIVKEY", "PRIVATE", "CREDENTIAL",
+                    "COOKIE", "AUTHTOKEN")  # fmt: skip
+_SECRET_SHAPES = (
+    re.compile(r"\b(Bearer|Basic|Token)\s+\S{8,}", re.IGNORECASE),
+    re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^/@\s]+@"),  # URL userinfo
+    re.compile(r"-----BEGIN [A-Z ]+-----"),
+    re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{32,}(?![0-9a-fA-F])"),  # a long hex digest or key
+    re.compile(r"(?=[A-Za-z0-9+_]*[0-9])(?=[A-Za-z0-9+_]*[a-z])(?=[A-Za-z0-9+_]*[A-Z])[A-Za-z0-9+_]{24,}=*"),
+)
 
 
 def secret_name(name: str) -> bool:
     """``api_key``, ``hf_token``, ``--api-key``, ``Authorization``, ``HF_TOKEN``... but not ``api_key_env``
-    (the name of a variable) and not ``max_tokens``-style counts."""
+    (the name of a variable), not ``max_tokens``-style counts and not ``joules_per_output_token``-style rates."""
     k = name.lower().lstrip("-").replace("-", "_")
-    if k.endswith("_env") or k.endswith("tokens"):
+    if k.endswith("_env") or k.endswith("tokens") or "_per_" in k:
         return False
     return any(w in k for w in SECRET_WORDS) or k in ("token", "auth", "pw") or k.endswith(("_token", "_key"))
+
+
+def secret_env_name(name: str) -> bool:
+    """An environment variable named like a secret: ``NCCL_SOCKET_PSK``, ``VLLM_AUTH``, ``TORCH_PRIVATE_KEY_PEM``,
+    ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY`` (but not ``TOKENIZERS_PARALLELISM`` or ``NCCL_IB_HCA``)."""
+    words = [w.rstrip("0123456789") for w in re.split(r"[^A-Za-z0-9]+", name.upper()) if w]
+    return secret_name(name) or any(
+        w in ENV_SECRET_WORDS or any(p in w for p in ENV_SECRET_PARTS) for w in words
+    )
+
+
+def secret_value(text: str) -> bool:
+    """A value shaped like a secret: ``Bearer ...``, a URL with userinfo, a PEM block, a long run of hex
+    (32+) or of mixed-case base64 with digits (24+; a UUID with its dashes is none)."""
+    return any(p.search(text) for p in _SECRET_SHAPES)
+
+
+def env_digests(env: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Each variable as ``{"sha256": ...}`` (what is compared), with ``"value"`` only where neither its
+    name nor its value looks secret; ``"hidden"`` says why a value is not shown."""
+    out: dict[str, dict[str, str]] = {}
+    for name, value in sorted(env.items()):
+        entry = {"sha256": hashlib.sha256(value.encode(errors="surrogateescape")).hexdigest()}
+        if secret_env_name(name):
+            entry["hidden"] = "named like a secret"
+        elif secret_value(value):
+            entry["hidden"] = "shaped like a secret"
+        else:
+            entry["value"] = value
+        out[name] = entry
+    return out
 
 
 def redact_text(text: str) -> str:

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from seatrial.verdict import Verdict
 
@@ -62,21 +69,23 @@ class TrialResult(BaseModel):
     def reason(self) -> str | None:
         return "; ".join(self.reasons) if self.reasons else None
 
-    def to_json(self) -> dict[str, Any]:
-        """The summary.json entry; optional fields appear only where the trial sets them."""
-        data = self.model_dump(mode="json")
+    @model_serializer(mode="wrap")
+    def _row(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The summary.json row (also inside a summary model's dump): optional fields only where the trial
+        sets them, ``reason`` only when there is one."""
+        data = handler(self)
         for key in OPTIONAL:
-            if data[key] is None:
-                del data[key]
-        row: dict[str, Any] = {
-            "name": data.pop("name"),
-            "gpu": data.pop("gpu"),
-            "verdict": data.pop("verdict"),
-        }
+            if data.get(key) is None:
+                data.pop(key, None)
+        row: dict[str, Any] = {"name": data.pop("name"), "gpu": data.pop("gpu"), "verdict": data.pop("verdict")}
         if self.reasons:
             row["reason"] = self.reason
         evidence = data.pop("evidence")
         return {**row, **data, "evidence": evidence}
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary.json entry (see the module doc)."""
+        return self.model_dump(mode="json")
 
 
 def because(reason: str | None) -> list[str]:

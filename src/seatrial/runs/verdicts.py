@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from seatrial.runs.result import TrialResult
+from seatrial.runs.table import Table
 from seatrial.verdict import Verdict
 
 NOT_MEASURED = (Verdict.UNAVAILABLE, Verdict.UNSUPPORTED)
@@ -65,3 +66,28 @@ def counts_line(counts: dict[str, int]) -> str:
     """``3 PASS, 1 FAIL, 2 UNAVAILABLE`` (PASS first, then the rest in the verdict order)."""
     order = [v.value for v in Verdict]
     return ", ".join(f"{counts[v]} {v}" for v in order if counts.get(v))
+
+
+#: What a summary keeps of :func:`judge_run` (the exit code is the CLI's).
+VERDICT_FIELDS = ("passed", "not_measured", "counts", "missing_required")
+
+
+def verdict_fields(trials: Iterable[TrialResult | dict[str, Any]], require: Iterable[str] = ()) -> dict[str, Any]:
+    """``passed``, ``not_measured``, ``counts`` and ``missing_required`` of a run's trials, for its summary."""
+    judged = judge_run(trials, require)
+    return {k: judged[k] for k in VERDICT_FIELDS}
+
+
+TRIAL_COLUMNS = ("trial", "verdict", "functional", "performance", "class", "samples", "why")
+
+
+def trial_table(trials: list[dict[str, Any]], title: str = "seatrial accept") -> Table:
+    """One row per trial with its verdict, the sample sizes it was drawn from and its reasons (console and
+    report show the same)."""
+    rows, ok = [], []
+    for t in trials:
+        samples = ", ".join(f"{k}={v}" for k, v in t.get("samples", {}).items())
+        rows.append([t["name"], t["verdict"], t.get("functional") or "-", t.get("performance") or "-",
+                     t.get("classification") or "-", samples, "; ".join(t.get("reasons", []))])  # fmt: skip
+        ok.append(Verdict(t["verdict"]) not in BLOCKING)
+    return Table(title, TRIAL_COLUMNS, rows, ok)

@@ -12,10 +12,18 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seatrial.errors import EngineError
+from seatrial.errors import ConfigError, EngineError
 from seatrial.server.process import ServerProcess, free_port
 
 TINYMODEL = Path(__file__).with_name("tinymodel.py")
+#: The nice a local server is lowered to once ready where seatrial's client runs beside it (the demo, the
+#: tests): vLLM on CPU leaves one core to its API server and scheduler, and a client sharing that core on
+#: a 2-core host read whole answers 100-300 ms late (68-148 of 1,280 token events merged at C=4, send
+#: lateness p99 24-223 ms at 8-16 req/s); lowered, 0-2 merged and lateness p99 1.7-2.7 ms (docs/metrics.md).
+SERVE_NICE = 19
+#: vLLM flags that start a tiny CPU model 2-3x sooner: eager mode (no inductor compile) and the
+#: uni-process executor (the model runs in the engine core's process, no worker process to import vLLM)
+FAST_START = ["--enforce-eager", "--distributed-executor-backend", "uni"]
 
 
 def engine_venv() -> Path:
@@ -49,9 +57,21 @@ class EngineSpec:
     kv_cache_gib: float = 1.0
     prefix_caching: bool = True
     dummy_weights: bool = True
+    # start fast: no torch.compile (inductor takes ~50 s on 2 cores) and the model in the engine process
+    # itself, not in a worker process of its own (one import of vLLM fewer); what a tiny CPU model needs
+    fast_start: bool = True
     wrapper: list[str] = field(default_factory=list)  # e.g. `seatrial guard ... --` in front of the server
     extra_args: list[str] = field(default_factory=list)
     startup_timeout_s: float = 900.0
+    # per-request spans exported to this OTLP/HTTP endpoint (http://HOST:PORT/v1/traces), 0.2 s after each request
+    otlp_endpoint: str | None = None
+    # once ready, every thread of the server at this nice (server.process.lower_priority): a client on the
+    # same host then gets a CPU whenever it needs one (SERVE_NICE)
+    serve_nice: int | None = None
+
+    def env(self) -> dict[str, str]:
+        env = {"VLLM_CPU_KVCACHE_SPACE": f"{self.kv_cache_gib:g}", "VLLM_LOGGING_LEVEL": "INFO"}
+        return env | (tracing_env() if self.otlp_endpoint else {})
 
     def argv(self, port: int) -> list[str]:
         args = [
@@ -74,8 +94,28 @@ class EngineSpec:
             args += ["--load-format", "dummy"]
         if self.max_num_seqs:
             args += ["--max-num-seqs", str(self.max_num_seqs)]
+        if self.fast_start:
+            args += FAST_START
         args.append("--enable-prefix-caching" if self.prefix_caching else "--no-enable-prefix-caching")
+        if self.otlp_endpoint:
+            args += tracing_args(self.otlp_endpoint, self.extra_args)
         return args + self.extra_args
+
+
+def tracing_env() -> dict[str, str]:
+    """vLLM's environment for spans over OTLP/HTTP protobuf (it speaks gRPC unless told), each span sent
+    0.2 s after its request (the exporter's default is 5 s)."""
+    return {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", "OTEL_BSP_SCHEDULE_DELAY": "200"}
+
+
+def tracing_args(endpoint: str, args: list[str]) -> list[str]:
+    """vLLM's flag for spans to ``endpoint``; refused beside ``--disable-log-stats``, with which vLLM 0.32
+    fails every request once tracing is on (its span code asserts on the stats that flag turns off)."""
+    if "--disable-log-stats" in args:
+        raise ConfigError(
+            "spans cannot be exported with --disable-log-stats: vLLM 0.32 then fails every request (drop the flag)"
+        )
+    return ["--otlp-traces-endpoint", endpoint]
 
 
 class LocalEngine:
@@ -84,8 +124,7 @@ class LocalEngine:
     def __init__(self, spec: EngineSpec, log_path: Path) -> None:
         self.spec, self.log_path = spec, log_path
         self.port = spec.port or free_port()
-        env = {"VLLM_CPU_KVCACHE_SPACE": f"{spec.kv_cache_gib:g}", "VLLM_LOGGING_LEVEL": "INFO"}
-        self.server = ServerProcess(spec.argv(self.port), log_path, port=self.port, env=env)
+        self.server = ServerProcess(spec.argv(self.port), log_path, port=self.port, env=spec.env())
         self.url = self.server.url
         self.proc = self.server.proc
 
@@ -102,6 +141,8 @@ class LocalEngine:
         except EngineError as exc:
             self.stop()
             raise EngineError(f"vLLM: {exc}") from None
+        if self.spec.serve_nice is not None:
+            self.server.lower_priority(self.spec.serve_nice)
 
     def log_tail(self, lines: int = 25) -> str:
         return self.server.log_tail(lines)

@@ -1,15 +1,17 @@
 """A server command run in its own process group, its output in a log file: started, waited for until it
 serves, and stopped so that nothing of it is left.
 
-Readiness: ``health_path`` answers 2xx and ``/v1/models`` lists a model. Stop: SIGTERM to the whole
-group, then wait until no member of the group is left and the port no longer accepts connections;
-SIGKILL to the group after ``grace_s``. A command wrapped in ``seatrial guard`` is stopped the same way:
-the guard stops the server it launched before it exits itself.
+Readiness: ``health_path`` answers 2xx and ``/v1/models`` lists a model (anything else, a garbled
+status line too, is "not yet"). Stop: SIGTERM to the whole group, then wait until no member of the
+group is left and the port no longer accepts connections; SIGKILL to the group after ``grace_s``; a
+second Ctrl-C (or SIGTERM, SIGHUP) during the stop cannot cut it short. A command wrapped in ``seatrial
+guard`` is stopped the same way: the guard stops the server it launched before it exits itself.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -22,8 +24,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from seatrial.childenv import child_environ
 from seatrial.errors import EngineError
 from seatrial.guard.procfs import group_members
+from seatrial.interrupts import shielded
+from seatrial.server.engines import kv_log_lines
 
 POLL_S = 0.5
 
@@ -49,6 +54,32 @@ def _get(url: str) -> tuple[int, bytes]:
         return int(exc.code), b""
 
 
+def lower_priority(pid: int, nice: int) -> int:
+    """Every thread of ``pid`` and of its descendants at ``nice`` (Linux keeps nice per thread; a thread
+    started later inherits its parent thread's), and their session's autogroup too: with the kernel's
+    autogroup scheduling (on by default) nice orders threads only within a session, and a server started in
+    a session of its own competes with the client session against session. Returns the threads changed.
+    Used once a server is ready: its start-up had the host to itself; its serving then yields a CPU to the
+    client on the same host whenever the client needs one."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    changed = 0
+    for proc in procs:
+        with contextlib.suppress(OSError):
+            Path(f"/proc/{proc.pid}/autogroup").write_text(str(nice))
+        with contextlib.suppress(psutil.Error):
+            for thread in proc.threads():
+                with contextlib.suppress(OSError):
+                    os.setpriority(os.PRIO_PROCESS, thread.id, nice)
+                    changed += 1
+    return changed
+
+
 class ServerProcess:
     """``argv`` launched with ``env`` (merged over this process's environment) in a new session."""
 
@@ -68,13 +99,14 @@ class ServerProcess:
         self.started_at = time.monotonic()
         self.stopped: dict[str, Any] | None = None  # how stop() went, once it has
         self.ready_s: float | None = None  # seconds from launch to ready, once it was
+        self.nice: int | None = None  # the priority its threads were lowered to once ready, if asked
         try:
             self.proc = subprocess.Popen(
                 self.argv,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env={**os.environ, **(env or {})},
+                env=child_environ(env),
                 start_new_session=True,
             )
         except OSError as exc:
@@ -96,6 +128,11 @@ class ServerProcess:
             time.sleep(POLL_S)
         raise EngineError(f"the server was not ready after {timeout_s:.0f} s:\n{self.log_tail()}")
 
+    def lower_priority(self, nice: int) -> int:
+        """The running server's threads at ``nice`` (see lower_priority); returns the thread count."""
+        self.nice = nice
+        return lower_priority(self.proc.pid, nice)
+
     def _ready(self, health_path: str) -> bool:
         try:
             status, _ = _get(f"{self.url}{health_path}")
@@ -103,7 +140,7 @@ class ServerProcess:
                 return False
             status, body = _get(f"{self.url}/v1/models")
             models = json.loads(body).get("data") if status == 200 else None
-        except (OSError, ValueError):
+        except (OSError, ValueError, http.client.HTTPException):  # not serving yet, or not HTTP
             return False
         return bool(models)
 
@@ -114,10 +151,12 @@ class ServerProcess:
             return "(no log)"
 
     def kv_cache_line(self) -> str | None:
-        """vLLM's "KV cache size: N tokens, Maximum concurrency ..." line from the log, if printed."""
+        """The engine's start-up line stating its KV capacity (seatrial.server.engines; vLLM's "KV cache
+        size: N tokens, Maximum concurrency ..."), from the log, if printed."""
+        patterns = kv_log_lines()
         with contextlib.suppress(OSError):
             for line in self.log_path.read_text(errors="replace").splitlines():
-                if "KV cache size:" in line:
+                if any(p.search(line) for p in patterns):
                     return line.split("] ", 1)[-1]
         return None
 
@@ -128,15 +167,16 @@ class ServerProcess:
             return self.stopped
         started = time.monotonic()
         sent = None
-        if self.proc.poll() is None or group_members(self.proc.pid):
-            sent = "SIGTERM"
-            self._signal(signal.SIGTERM)
-            if not self._gone(grace_s):
-                sent = "SIGKILL"
-                self._signal(signal.SIGKILL)
-                self._gone(30.0)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(5)
+        with shielded():
+            if self.proc.poll() is None or group_members(self.proc.pid):
+                sent = "SIGTERM"
+                self._signal(signal.SIGTERM)
+                if not self._gone(grace_s):
+                    sent = "SIGKILL"
+                    self._signal(signal.SIGKILL)
+                    self._gone(30.0)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(5)
         self._log.close()
         self.stopped = {
             "signal": sent,

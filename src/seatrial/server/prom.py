@@ -18,47 +18,25 @@ from urllib.parse import urlencode
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from seatrial.server.engines import ENGINES, names_of
+
 GAUGES = ("running", "waiting", "kv_cache_usage")
 COUNTERS = ("prefix_cache_queries", "prefix_cache_hits", "preemptions", "prompt_tokens", "generation_tokens")
 
 # Canonical name -> engine names (without _total) of that one quantity, the current name first: the
 # first name present in a scrape is the only one read (a deprecated alias exported beside it would
-# count the same thing twice). vLLM v1 then v0 names, SGLang, llama.cpp.
-ALIASES: dict[str, tuple[str, ...]] = {
-    "running": ("vllm:num_requests_running", "sglang:num_running_reqs", "llamacpp:requests_processing"),
-    "waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "llamacpp:requests_deferred"),
-    "kv_cache_usage": (
-        "vllm:kv_cache_usage_perc",
-        "vllm:gpu_cache_usage_perc",
-        "sglang:token_usage",
-        "llamacpp:kv_cache_usage_ratio",
-    ),
-    "prefix_cache_queries": ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
-    "prefix_cache_hits": ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits", "sglang:cached_tokens"),
-    "preemptions": ("vllm:num_preemptions", "sglang:num_retracted_reqs"),
-    "prompt_tokens": ("vllm:prompt_tokens", "sglang:prompt_tokens", "llamacpp:prompt_tokens"),
-    "generation_tokens": ("vllm:generation_tokens", "sglang:generation_tokens", "llamacpp:tokens_predicted"),
-}
+# count the same thing twice). Every engine's names, from its entry in seatrial.server.engines.
+ALIASES: dict[str, tuple[str, ...]] = names_of("metrics", GAUGES + COUNTERS)
 #: Across label sets (data-parallel engines, ranks) these take the largest value: a usage ratio of two
 #: engines at 0.9 each is 0.9, not 1.8. Everything else (counters, running, waiting) is summed.
 MAX_OVER_LABELS = frozenset({"kv_cache_usage"})
 NAMES: dict[str, str] = {name: canonical for canonical, names in ALIASES.items() for name in names}
 # Latency histograms: canonical name -> engine names, the first one present wins (aliases of one metric).
-HISTOGRAMS: dict[str, tuple[str, ...]] = {
-    "ttft": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
-    "itl": (
-        "vllm:inter_token_latency_seconds",
-        "vllm:time_per_output_token_seconds",  # vLLM v0 and early v1
-        "sglang:inter_token_latency_seconds",
-    ),
-    "tpot": ("vllm:request_time_per_output_token_seconds",),
-    "e2e": ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"),
-    "queue": ("vllm:request_queue_time_seconds", "sglang:queue_time_seconds"),
-}
+HISTOGRAMS: dict[str, tuple[str, ...]] = names_of("histograms", ("ttft", "itl", "tpot", "e2e", "queue"))
 _HISTOGRAM_NAMES = {name for names in HISTOGRAMS.values() for name in names}
 
-# SGLang counts prefix-cache queries as prompt tokens; only used when no engine-native queries exist.
-QUERY_FALLBACK = {"sglang:prompt_tokens": "prefix_cache_queries"}
+# Counters read as a canonical one only when no engine-native one exists (SGLang's prompt tokens).
+QUERY_FALLBACK = {name: c for engine in ENGINES.values() for name, c in engine.query_fallback.items()}
 
 
 _PREFIXES = tuple(NAMES) + tuple(QUERY_FALLBACK) + tuple(_HISTOGRAM_NAMES)
@@ -125,3 +103,4 @@ def parse_metrics(text: str) -> dict[str, float]:
             values[f"{canonical}_sum"] = histograms[f"{found}_sum"]
             values[f"{canonical}_count"] = histograms[f"{found}_count"]
     return values
+

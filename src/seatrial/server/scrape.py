@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 
+from seatrial.server.capacity import cache_info
 from seatrial.server.prom import COUNTERS, GAUGES, HISTOGRAMS, filtered_url, parse_metrics
 
 #: Seconds between the first scrapes of a level, before the configured interval takes over.
@@ -109,6 +110,18 @@ class Scraper:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.scrape_once()  # the closing value for counter deltas
+
+
+async def engine_block_size(session: aiohttp.ClientSession, url: str) -> int | None:
+    """The engine's KV-cache block size, from ``vllm:cache_config_info``'s ``block_size`` at ``url`` (its
+    ``/metrics``); None where it cannot be read or does not say."""
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=10)) as resp:
+            text = await resp.text() if resp.status == 200 else ""
+    except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+        return None
+    size = cache_info(text).get("block_size", "")
+    return int(size) if size.isdigit() and int(size) > 0 else None
 
 
 def summarize(samples: list[Sample], failures: int = 0) -> dict[str, Any]:

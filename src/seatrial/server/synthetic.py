@@ -13,6 +13,16 @@ dropped mid-stream), ``stall`` (stops sending, holds the connection), ``malforme
 line), ``no_done`` (stream closes without ``[DONE]``), ``short`` (stops early with finish_reason stop),
 ``textless`` (every token's text is empty, as vLLM streams a model that emits only special tokens:
 a chat stream then carries no content at all, only its finish chunk and usage).
+Spans: with ``otlp_endpoint`` it exports one ``llm_request`` span per finished request every
+``span_interval_s``, as vLLM does (ids ``cmpl-<X-Request-Id>-0`` / ``chatcmpl-<X-Request-Id>``, the
+``traceparent``'s trace id, its own queue/prefill/decode/TTFT/E2E), except every ``spanless_every``-th
+request; ``stray_spans`` more spans carry ids of no request.
+Prompts may be text, messages or token ids (a list of ints, as vLLM's completions take them).
+``reasoning_tokens`` R: a chat stream's first R tokens come as reasoning deltas (``delta.reasoning`` as
+vLLM 0.32 sends them, or ``reasoning_field``), the rest as content, as a reasoning parser splits them.
+``GET /arrivals`` gives each request's arrival (``perf_counter_ns`` when its handler began, per
+``X-Request-Id``): a send time seen by the server, the same for any client.
+With ``block_size`` set, a ``vllm:cache_config_info`` gauge names it, as vLLM's does.
 """
 
 from __future__ import annotations
@@ -44,9 +54,18 @@ class SyntheticConfig:
     fault: str = "none"
     fault_every: int = 1
     fault_after_tokens: int = 3
-    max_running: int = 1_000_000
+    max_running: int = 1_000_000  # slots: requests beyond them wait, first come first served (M/D/s)
     model: str = "synthetic"
     tokens_per_chunk: int = 1
+    otlp_endpoint: str | None = None
+    span_interval_s: float = 0.1
+    spanless_every: int = 0
+    stray_spans: int = 0
+    kv_cache_tokens: int | None = None  # stated as vLLM 0.32 states it (vllm:cache_config_info), blocks of 16
+    kv_usage_per_request: float = 0.0  # vllm:kv_cache_usage_perc while requests run: this x running, at most 1
+    reasoning_tokens: int = 0
+    reasoning_field: str = "reasoning"
+    block_size: int | None = None  # named in a vllm:cache_config_info gauge when set
 
 
 @dataclass
@@ -54,8 +73,12 @@ class _State:
     cfg: SyntheticConfig
     counter: itertools.count[int] = field(default_factory=itertools.count)
     stamps: dict[str, list[int]] = field(default_factory=dict)
+    arrivals: dict[str, int] = field(default_factory=dict)
     running: int = 0
+    waiting: int = 0
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    slots: asyncio.Semaphore | None = None  # made on the server's loop, at its first request
+    spans: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -67,6 +90,14 @@ class _State:
         self.c_q = Counter("vllm:prefix_cache_queries", "q", registry=r)
         self.c_h = Counter("vllm:prefix_cache_hits", "h", registry=r)
         self.c_pre = Counter("vllm:num_preemptions", "p", registry=r)
+        if self.cfg.kv_cache_tokens or self.cfg.block_size is not None:
+            size = self.cfg.block_size or 16
+            labels = {"block_size": str(size), "engine": "0"}
+            if self.cfg.kv_cache_tokens:
+                labels |= {"num_gpu_blocks": str(self.cfg.kv_cache_tokens // size),
+                           "kv_cache_size_tokens": str(self.cfg.kv_cache_tokens)}  # fmt: skip
+            info = Gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", list(labels), registry=r)
+            info.labels(**labels).set(1)
 
 
 STATE: web.AppKey[_State] = web.AppKey("state", _State)
@@ -80,6 +111,8 @@ def _word_id(word: str) -> int:
 
 
 def _count(text: Any) -> int:
+    if isinstance(text, list) and all(isinstance(t, int) for t in text):
+        return len(text)  # token ids
     if isinstance(text, list):
         text = " ".join(m.get("content", "") for m in text if isinstance(m, dict))
     return len(str(text).split())
@@ -90,13 +123,20 @@ def _usage(prompt: int, n_done: int) -> dict[str, int]:
 
 
 def _chunk(
-    rid: str, tokens: range, prompt: int, chat: bool, finish: str | None, usage: bool, textless: bool = False
-) -> bytes:
-    """One event carrying ``tokens`` (ids = positions, 1-based), with the usage so far if asked."""
-    text = "" if textless else "".join(f" w{tok}" for tok in tokens)
+    rid: str, tokens: range, prompt: int, chat: bool, finish: str | None, usage: bool, textless: bool = False,
+    cfg: SyntheticConfig | None = None,
+) -> bytes:  # fmt: skip
+    """One event carrying ``tokens`` (ids = positions, 1-based), with the usage so far if asked; of a chat,
+    the tokens up to ``cfg.reasoning_tokens`` as reasoning."""
+    words = lambda ts: "" if textless else "".join(f" w{tok}" for tok in ts)  # noqa: E731
+    text = words(tokens)
     choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
     if chat:
-        choice["delta"] = {"content": text}
+        think = cfg.reasoning_tokens if cfg is not None else 0
+        delta = {"content": words(t for t in tokens if t > think)}
+        if tokens.start <= think:
+            delta[cfg.reasoning_field if cfg else "reasoning"] = words(t for t in tokens if t <= think)
+        choice["delta"] = {k: v for k, v in delta.items() if v or k == "content"}
     else:
         choice["text"] = text
     event: dict[str, Any] = {"id": rid, "choices": [choice]}
@@ -108,7 +148,9 @@ def _chunk(
 async def _completions(request: web.Request) -> web.StreamResponse:
     st: _State = request.app[STATE]
     cfg, body = st.cfg, await request.json()
+    arrived = time.perf_counter_ns()
     rid = request.headers.get("X-Request-Id", f"req-{next(st.counter)}")
+    st.arrivals[rid] = arrived
     index = len(st.stamps)
     st.stamps[rid] = []
     fault = cfg.fault if cfg.fault != "none" and index % cfg.fault_every == 0 else "none"
@@ -119,8 +161,20 @@ async def _completions(request: web.Request) -> web.StreamResponse:
     n_out = int(body.get("max_tokens") or 16)
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await resp.prepare(request)
+    if st.slots is None:
+        st.slots = asyncio.Semaphore(cfg.max_running)
+    st.waiting += 1
+    st.g_waiting.set(st.waiting)
+    queued = time.perf_counter_ns() if st.slots.locked() else None  # every slot taken: it waits
+    try:
+        await st.slots.acquire()
+    finally:
+        st.waiting -= 1
+        st.g_waiting.set(st.waiting)
+    waited = time.perf_counter_ns() - queued if queued is not None else 0  # for a slot: the span's queue
     st.running += 1
     st.g_running.set(st.running)
+    st.g_kv.set(min(1.0, st.running * cfg.kv_usage_per_request))
     st.c_prompt.inc(prompt)
     st.c_q.inc(prompt)
     asked = body.get("stream_options") or {}
@@ -129,7 +183,60 @@ async def _completions(request: web.Request) -> web.StreamResponse:
     finally:
         st.running -= 1
         st.g_running.set(st.running)
+        st.g_kv.set(min(1.0, st.running * cfg.kv_usage_per_request))
+        st.slots.release()
+    if cfg.otlp_endpoint and not (cfg.spanless_every and (index + 1) % cfg.spanless_every == 0):
+        st.spans.append(_span(rid, chat, request.headers.get("traceparent"), arrived, waited, st.stamps[rid]))
     return resp
+
+
+def _span(
+    rid: str, chat: bool, parent: str | None, arrived: int, waited: int, stamps: list[int]
+) -> dict[str, Any]:
+    """The span vLLM would export for the request (times in ms; the queue is the wait for a slot). Its E2E
+    ends at the last token, as vLLM's engine stamps it before the API server sends it: a time taken after
+    the write can fall after the client's own end when the client shares this process's GIL."""
+    now = time.perf_counter_ns()
+    first, last = (stamps[0], stamps[-1]) if stamps else (now, now)
+    parts = (parent or "").split("-")
+    trace = parts[1] if len(parts) == 4 and len(parts[1]) == 32 else f"{zlib.crc32(rid.encode()):032x}"
+    ms = lambda a, b: (b - a) / 1e6  # noqa: E731
+    return {"request_id": f"chatcmpl-{rid}" if chat else f"cmpl-{rid}-0", "trace_id": trace,
+            "queue_ms": waited / 1e6, "prefill_ms": ms(arrived + waited, first), "decode_ms": ms(first, last),
+            "ttft_ms": ms(arrived, first),
+            "e2e_ms": ms(arrived, last)}  # fmt: skip
+
+
+async def _export_spans(app: web.Application) -> Any:
+    """Every ``span_interval_s``, the finished requests' spans to ``otlp_endpoint`` (the first batch with
+    ``stray_spans`` more);
+    a failed export drops its spans, as vLLM's exporter does after its retries."""
+    import aiohttp
+
+    from seatrial.server.otlp import PROTOBUF, encode_spans
+
+    st = app[STATE]
+    strays = [{"request_id": f"cmpl-stray-{k}-0", "trace_id": f"{k + 1:032x}", "e2e_ms": 1.0}
+              for k in range(st.cfg.stray_spans)]  # fmt: skip
+
+    async def loop(http: aiohttp.ClientSession) -> None:
+        nonlocal strays
+        while True:
+            await asyncio.sleep(st.cfg.span_interval_s)
+            if st.spans:  # the strays go with the first requests' spans
+                batch, st.spans, strays = strays + st.spans, [], []
+                body = encode_spans(batch, ("Warmup (CPU)",))
+                try:
+                    async with http.post(str(st.cfg.otlp_endpoint), data=body,
+                                         headers={"Content-Type": PROTOBUF}) as resp:  # fmt: skip
+                        await resp.read()
+                except (aiohttp.ClientError, OSError):
+                    pass
+
+    async with aiohttp.ClientSession() as http:
+        task = asyncio.create_task(loop(http))
+        yield
+        task.cancel()
 
 
 async def _stream(
@@ -164,7 +271,7 @@ async def _stream(
         st.c_gen.inc(len(tokens))
         if fault == "textless" and chat and finish is None:
             continue  # vLLM sends no chat chunk for a token that decoded to nothing
-        await resp.write(_chunk(rid, tokens, prompt, chat, finish, per_chunk, fault == "textless"))
+        await resp.write(_chunk(rid, tokens, prompt, chat, finish, per_chunk, fault == "textless", cfg))
     if fault == "no_done":
         return
     if asked.get("include_usage"):
@@ -200,6 +307,10 @@ async def _stamps(request: web.Request) -> web.Response:
     return web.Response(body=orjson.dumps(request.app[STATE].stamps), content_type="application/json")
 
 
+async def _arrivals(request: web.Request) -> web.Response:
+    return web.Response(body=orjson.dumps(request.app[STATE].arrivals), content_type="application/json")
+
+
 async def _health(request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
@@ -207,6 +318,8 @@ async def _health(request: web.Request) -> web.Response:
 def make_app(cfg: SyntheticConfig) -> web.Application:
     app = web.Application()
     app[STATE] = _State(cfg)
+    if cfg.otlp_endpoint:
+        app.cleanup_ctx.append(_export_spans)
     app.router.add_post("/v1/completions", _completions)
     app.router.add_post("/v1/chat/completions", _completions)
     app.router.add_post("/tokenize", _tokenize)
@@ -215,6 +328,7 @@ def make_app(cfg: SyntheticConfig) -> web.Application:
     app.router.add_get("/metrics", _metrics)
     app.router.add_get("/metrics/", _metrics)
     app.router.add_get("/stamps", _stamps)
+    app.router.add_get("/arrivals", _arrivals)
     app.router.add_get("/health", _health)
     return app
 
@@ -252,11 +366,14 @@ class ThreadedServer:
         self._thread.join(10)
 
 
-def start_process(itl_ms: float, ttft_ms: float = 5.0) -> tuple[subprocess.Popen[bytes], str]:
+def start_process(
+    itl_ms: float, ttft_ms: float = 5.0, slots: int | None = None, extra: list[str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     """The server in a process of its own, so its send stamps never wait for the caller's GIL; returns
-    once ``/health`` answers. The caller terminates the process."""
+    once ``/health`` answers (``extra``: more of :func:`main`'s flags). The caller terminates the process."""
     port = free_port()
-    args = ["--port", str(port), "--itl-ms", str(itl_ms), "--ttft-ms", str(ttft_ms)]
+    args = ["--port", str(port), "--itl-ms", str(itl_ms), "--ttft-ms", str(ttft_ms), *(extra or [])]
+    args += ["--slots", str(slots)] if slots else []
     proc = subprocess.Popen([sys.executable, "-m", "seatrial.server.synthetic", *args])
     url = f"http://127.0.0.1:{port}"
     for _ in range(100):
@@ -271,7 +388,8 @@ def start_process(itl_ms: float, ttft_ms: float = 5.0) -> tuple[subprocess.Popen
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m seatrial.server.synthetic --port P --itl-ms 20 [--fault F --fault-every K]
-    [--tokens-per-chunk N]``"""
+    [--tokens-per-chunk N] [--slots N] [--otlp-traces-endpoint URL] [--kv-cache-tokens N]
+    [--reasoning-tokens R] [--model NAME]``"""
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__)
@@ -281,10 +399,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fault", choices=FAULTS, default="none")
     ap.add_argument("--fault-every", type=int, default=1)
     ap.add_argument("--tokens-per-chunk", type=int, default=1)
+    ap.add_argument("--slots", type=int, default=1_000_000, help="requests served at once; the rest wait")
+    ap.add_argument("--otlp-traces-endpoint", default=None, help="export spans here, as vLLM's flag does")
+    ap.add_argument("--kv-cache-tokens", type=int, default=None, help="state this KV capacity, as vLLM 0.32 does")
+    ap.add_argument("--reasoning-tokens", type=int, default=0)
+    ap.add_argument("--model", default="synthetic")
     a = ap.parse_args(argv)
     cfg = SyntheticConfig(
         itl_s=a.itl_ms / 1e3, ttft_s=a.ttft_ms / 1e3, fault=a.fault, fault_every=a.fault_every,
-        tokens_per_chunk=a.tokens_per_chunk,
+        tokens_per_chunk=a.tokens_per_chunk, max_running=a.slots, otlp_endpoint=a.otlp_traces_endpoint,
+        kv_cache_tokens=a.kv_cache_tokens, reasoning_tokens=a.reasoning_tokens, model=a.model,
     )  # fmt: skip
     web.run_app(make_app(cfg), host="127.0.0.1", port=a.port, access_log=None, print=None)
 

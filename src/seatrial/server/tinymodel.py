@@ -9,7 +9,8 @@ from the engine's venv), so the directory is a complete checkpoint that audit an
 vLLM can load without ``--load-format dummy``.
 
 The tokenizer is a byte-level BPE trained in-process on generated text; vLLM loads it through
-``PreTrainedTokenizerFast``. head_dim is 64 because vLLM's CPU attention rejects 16.
+``PreTrainedTokenizerFast``. ``<think>`` and ``</think>`` are single (non-special) tokens, so the model
+can be served with ``--reasoning-parser deepseek_r1``. head_dim is 64 because vLLM's CPU attention rejects 16.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ WORDS = [
     "read",
     "loop",
 ]
+THINK_TOKENS = ("<think>", "</think>")
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
@@ -76,7 +78,7 @@ def corpus(lines: int = 4000, seed: int = 0) -> list[str]:
 
 
 def write_tokenizer(out: Path) -> int:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -86,6 +88,10 @@ def write_tokenizer(out: Path) -> int:
         vocab_size=VOCAB_SIZE, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
     tok.train_from_iterator(corpus(), trainer=trainer)
+    # reasoning markers as single, non-special vocabulary entries: vLLM's --reasoning-parser deepseek_r1
+    # refuses a tokenizer without them, and skip_special_tokens must not strip them from the text
+    think = [AddedToken(t, special=False, normalized=False) for t in THINK_TOKENS]
+    tok.add_tokens(think)
     tok.save(str(out / "tokenizer.json"))
     cfg = {
         "tokenizer_class": "PreTrainedTokenizerFast",

@@ -16,6 +16,7 @@ from seatrial.stats.intervals import (
     percentile_ci,
     quantile_ranks,
     relative_differences_pct,
+    tail_count,
 )
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "percentile_ci",
     "quantile_ranks",
     "relative_differences_pct",
+    "tail_count",
 ]

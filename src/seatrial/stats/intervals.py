@@ -13,6 +13,7 @@ Definitions (also in docs/statistics.md)
 - direction consistency: the share of non-zero differences whose sign is the majority sign.
 - minimum sample size for the q-th percentile: at least ``TAIL_SAMPLES`` (10) observations beyond it on
   each side, ``ceil(10 / min(q, 100 - q) x 100)``: p50 -> 20, p90 -> 100, p95 -> 200, p99 -> 1000.
+- samples beyond the q-th percentile (``tail_count``): ``floor(n x min(q, 100 - q) / 100)``.
 """
 
 from __future__ import annotations
@@ -52,6 +53,11 @@ def min_samples(q: float) -> int:
     if not 0 < q < 100:
         raise ValueError(f"percentile must be in (0, 100), got {q}")
     return math.ceil(TAIL_SAMPLES * 100 / min(q, 100 - q) - 1e-9)
+
+
+def tail_count(n: int, q: float) -> int:
+    """How many of ``n`` observations lie beyond the q-th percentile on its nearer tail."""
+    return math.floor(n * min(q, 100 - q) / 100 + 1e-9)
 
 
 def quantile_ranks(n: int, q: float, confidence: float = CONFIDENCE) -> tuple[int | None, int | None]:

@@ -1,7 +1,8 @@
 """``seatrial accept``: run a profile's trials against one server and write the verdicts.
 
 ``run_accept`` is the library entry (``seatrial demo`` calls it with the small profile). The
-summary is ``{"trials": [{"name", "verdict", ...,"evidence"}], "passed", "not_measured", "counts", ...}``
+summary is :class:`seatrial.runs.summaries.accept.AcceptSummary`: ``{"url", "scale", "trials": [{"name",
+"verdict", ..., "evidence"}], "model", "server", "passed", "not_measured", "counts", ...}``
 (:func:`seatrial.runs.judge_run`: ``passed`` only when a trial PASSed and none failed; UNAVAILABLE and
 UNSUPPORTED trials are ``not_measured``, with their reasons).
 """
@@ -10,42 +11,33 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from seatrial.errors import ConfigError, ServerError
-from seatrial.load.bench import NoProgress, Progress, new_http, open_session
-from seatrial.load.config import BenchConfig, ServerTarget
+from seatrial.errors import ConfigError, ServerError, config_errors
+from seatrial.hw.loadwatch import LevelWatch
+from seatrial.load.bench import NoProgress, Progress, open_receiver, open_session
+from seatrial.load.client import new_http
+from seatrial.load.config import BenchConfig, ObserveConfig, ServerTarget
+from seatrial.load.plancheck import check_plan
 from seatrial.load.pools import make_pool
+from seatrial.load.settings import ClientSettings
+from seatrial.load.spans import SpanBook
 from seatrial.report.html import write_report
 from seatrial.runs.folder import RunFolder
 from seatrial.runs.result import TrialResult
-from seatrial.runs.verdicts import judge_run
-from seatrial.trials import basic, context, kv_tier, mixed, prefix_cache, saturation
+from seatrial.runs.summaries.accept import AcceptSummary
+from seatrial.runs.summaries.bench import PlanCheck
 from seatrial.trials.env import TrialEnv
 from seatrial.trials.profile import Profile, Scale, check_names, load_profile
+from seatrial.trials.registry import TRIALS
 from seatrial.trials.serverinfo import server_info
 from seatrial.verdict import Verdict
 
-TrialFn = Callable[[TrialEnv], Awaitable[TrialResult]]
-TRIALS: dict[str, TrialFn] = {
-    "basic": basic.run,
-    "context": context.run,
-    "mixed": mixed.run,
-    "saturation": saturation.run,
-    "prefix-cache": prefix_cache.run,
-    "kv-tier": kv_tier.run,
-}
-
 
 def make_target(url: str, model: str | None, tokenizer: Path | None) -> ServerTarget:
-    try:
+    with config_errors():
         return ServerTarget(url=url, model=model, tokenizer=tokenizer)
-    except ValidationError as exc:
-        raise ConfigError("; ".join(str(e["msg"]) for e in exc.errors())) from None
 
 
 async def run_trials(
@@ -56,47 +48,59 @@ async def run_trials(
     progress: Progress,
     require: list[str],
     seed: int,
-    clients: dict[str, Any],
-) -> dict[str, Any]:
-    """The trials in order on one HTTP session; the summary so far is rewritten after each trial."""
-    results: list[dict[str, Any]] = []
-    summary: dict[str, Any] = {"url": target.url, "scale": profile.scale, "trials": results}
-    async with new_http(profile.timeout_s, profile.stall_timeout_s) as http:
-        session = await open_session(BenchConfig(target=target), http)
-        info = await server_info(http, target.url, target.resolved_metrics_url, session.endpoint.headers)
-        summary |= {"model": session.model, "server": info.to_json()}
-        pool = make_pool(clients.get("workers", 1), clients.get("ray"), clients.get("clients", 2))
-        env = TrialEnv(session, target, profile, info, folder, progress, seed=seed, pool=pool)
-        try:
-            await _each(env, names, results, summary, folder)
-        finally:
-            if pool is not None:
-                pool.close()
-    summary.update(verdict_fields(results, require))
-    return summary
+    clients: ClientSettings,
+    observe: ObserveConfig | None = None,
+) -> AcceptSummary:
+    """The trials in order on one HTTP session; the summary so far is rewritten after each trial.
+    ``observe``: the engine's spans, the GPUs' telemetry and the plan, as bench reads them."""
+    observe = observe or ObserveConfig()
+    summary = AcceptSummary(url=target.url, scale=profile.scale)
+    receiver = open_receiver(observe)
+    book = SpanBook(receiver, observe.otlp_flush_s) if receiver is not None else None
+    gpus = LevelWatch(clients.ray) if observe.gpu_telemetry else None
+    try:
+        async with new_http(profile.timeout_s, profile.stall_timeout_s) as http:
+            session = await open_session(BenchConfig(target=target), http, book)
+            session.gpus = gpus
+            info = await server_info(http, target.url, target.resolved_metrics_url, session.endpoint.headers)
+            summary.model, summary.server = session.model, info.facts()
+            check = await check_plan(observe.plan, http, session.metrics_url) if observe.plan else None
+            pool = make_pool(clients.workers, clients.ray, clients.clients)
+            env = TrialEnv(session, target, profile, info, folder, progress, seed=seed, pool=pool)
+            try:
+                await _each(env, names, summary, folder)
+            finally:
+                if pool is not None:
+                    pool.close()
+    finally:
+        if receiver is not None:
+            receiver.stop()
+        if gpus is not None:
+            gpus.close()
+    if book is not None:
+        summary.spans = book.counts()
+    if check is not None:
+        summary.plan_check = with_kv_pressure(check, summary)
+    return summary.judged(summary.trials, require)
 
 
-async def _each(
-    env: TrialEnv,
-    names: list[str],
-    results: list[dict[str, Any]],
-    summary: dict[str, Any],
-    folder: RunFolder | None,
-) -> None:
+def with_kv_pressure(check: PlanCheck, summary: AcceptSummary) -> PlanCheck:
+    """The plan check with where saturation found KV pressure beginning (if it ran and found it)."""
+    sat = summary.trial("saturation")
+    began = sat.evidence.get("kv_pressure_concurrency") if sat is not None else None
+    return check.model_copy(update={"kv_pressure_concurrency": began})
+
+
+async def _each(env: TrialEnv, names: list[str], summary: AcceptSummary, folder: RunFolder | None) -> None:
     """Each trial in turn; a server error fails that trial, and the summary so far is rewritten."""
     for name in names:
         try:
-            result = await TRIALS[name](env)
+            result = await TRIALS[name].run(env)
         except ServerError as exc:
             result = TrialResult(name=name, verdict=Verdict.FAIL, reasons=[f"server error: {exc}"])
-        results.append(result.to_json())
+        summary.trials.append(result)
         if folder:
-            folder.write_summary(summary)
-
-
-def verdict_fields(results: list[dict[str, Any]], require: list[str]) -> dict[str, Any]:
-    judged = judge_run(results, require)
-    return {k: judged[k] for k in ("passed", "not_measured", "counts", "missing_required")}
+            folder.write_summary(summary.to_json())
 
 
 def run_accept(
@@ -111,7 +115,8 @@ def run_accept(
     progress: Progress | None = None,
     require: list[str] | None = None,
     seed: int | None = None,
-    clients: dict[str, Any] | None = None,
+    clients: ClientSettings | dict[str, Any] | None = None,
+    observe: ObserveConfig | dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the trials (``trials`` or the profile's ``run`` list) and return the summary; with
     ``out_dir``, write the run folder (run.json, requests.jsonl, server_metrics.jsonl, summary.json,
@@ -124,10 +129,15 @@ def run_accept(
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     seed = secrets.randbelow(1 << 31) if seed is None else seed
+    with config_errors("clients"):
+        clients = ClientSettings.model_validate(clients or {})
+    with config_errors("observe"):
+        observe = ObserveConfig.model_validate(observe or {})
     config = {
         "target": target.model_dump(mode="json"),
         "seed": seed,
-        "clients": clients or {},
+        "clients": clients.model_dump(mode="json"),
+        "observe": observe.model_dump(mode="json"),
         "scale": scale,
         "trials": names,
         "require": require or [],
@@ -137,9 +147,9 @@ def run_accept(
     try:
         summary = asyncio.run(
             run_trials(
-                target, prof, names, folder, progress or NoProgress(), require or [], seed, clients or {}
+                target, prof, names, folder, progress or NoProgress(), require or [], seed, clients, observe
             )
-        )
+        ).to_json()
         if folder and out_dir:
             folder.write_summary(summary)
             write_report(out_dir)

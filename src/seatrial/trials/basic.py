@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import aiohttp
+from pydantic import Field
 
 from seatrial.load.client import NO_TOKEN, Endpoint, send
 from seatrial.load.config import WorkloadConfig
@@ -14,8 +15,15 @@ from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import RequestSpec
 from seatrial.runs.result import TrialResult
 from seatrial.stats import median_ci, min_samples, percentile_ci
+from seatrial.trials.configs import TrialConfig
 from seatrial.trials.env import TrialEnv, brief, ok_values
 from seatrial.verdict import Verdict
+
+
+class BasicConfig(TrialConfig):
+    requests: int = Field(32, ge=1)
+    input_len: int = Field(128, ge=1)
+    output_len: int = Field(64, ge=2)
 
 
 async def health(env: TrialEnv) -> dict[str, Any]:
@@ -85,7 +93,7 @@ async def chat_stream(env: TrialEnv, prompt: str, n: int) -> dict[str, Any]:
 
 
 async def run(env: TrialEnv) -> TrialResult:
-    cfg = env.profile.trials.basic
+    cfg = env.profile.config(BasicConfig)
     prompt = str((await env.specs(1, cfg.input_len, cfg.output_len, "basic"))[0].prompt)
     checks: dict[str, dict[str, Any]] = {
         "health": await health(env),
@@ -98,8 +106,8 @@ async def run(env: TrialEnv) -> TrialResult:
     ttft = ok_values(level.records, "ttft_ms")
     itl = [x for r in level.records if r.ok for x in r.itl_ms]
     failed = [name for name, c in checks.items() if not c["ok"]]
-    if not level.summary["valid"]:
-        failed.append("C=1 level: " + "; ".join(level.summary["invalid_reasons"]))
+    if not level.summary.valid:
+        failed.append("C=1 level: " + "; ".join(level.summary.invalid_reasons))
     need = min_samples(50)
     if failed:
         v, why = Verdict.FAIL, "failed: " + ", ".join(failed)

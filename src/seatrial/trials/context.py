@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from pydantic import Field
+
 from seatrial.errors import ServerError
 from seatrial.load.client import send
 from seatrial.load.config import WorkloadConfig
@@ -18,12 +20,20 @@ from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import random_specs
 from seatrial.runs.result import TrialResult
 from seatrial.stats import median_ci, min_samples, percentile_ci
+from seatrial.trials.configs import TrialConfig
 from seatrial.trials.env import TrialEnv, brief, first_error, ok_values
 from seatrial.verdict import Verdict
 
 
+class ContextConfig(TrialConfig):
+    short_len: int = Field(1024, ge=1)
+    long_len: int = Field(32768, ge=1)
+    output_len: int = Field(32, ge=2)
+    requests: int = Field(20, ge=1)
+
+
 async def measure(env: TrialEnv, input_len: int) -> dict[str, Any]:
-    cfg = env.profile.trials.context
+    cfg = env.profile.config(ContextConfig)
     wl = WorkloadConfig(name="random", input_len=input_len, output_len=cfg.output_len)
     try:
         level = await env.level(wl, 1, cfg.requests)
@@ -33,9 +43,9 @@ async def measure(env: TrialEnv, input_len: int) -> dict[str, Any]:
     itl = [x for r in recs if r.ok for x in r.itl_ms]
     return {
         "input_len": input_len,
-        "ok": all(r.ok for r in recs) and level.summary["valid"],
-        "valid": level.summary["valid"],
-        "invalid_reasons": level.summary["invalid_reasons"],
+        "ok": all(r.ok for r in recs) and level.summary.valid,
+        "valid": level.summary.valid,
+        "invalid_reasons": level.summary.invalid_reasons,
         "n": sum(r.ok for r in recs),
         "error": first_error(recs),
         "ttft_ms_p50": median_ci(ok_values(recs, "ttft_ms")).model_dump(),
@@ -60,7 +70,7 @@ async def over_limit(env: TrialEnv, max_model_len: int) -> dict[str, Any]:
 
 
 async def run(env: TrialEnv) -> TrialResult:
-    cfg = env.profile.trials.context
+    cfg = env.profile.config(ContextConfig)
     limit = env.info.max_model_len
     long_len = cfg.long_len if not limit else min(cfg.long_len, limit - cfg.output_len)
     short, long = await measure(env, cfg.short_len), await measure(env, long_len)

@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seatrial.load.bench import LevelOutcome, NoProgress, Progress, Session, measure_level
 from seatrial.load.client import send
 from seatrial.load.config import BenchConfig, LoadConfig, ServerTarget, WorkloadConfig
 from seatrial.load.pools import Pool
 from seatrial.load.records import RequestRecord
-from seatrial.load.scheduler import Delivery, LevelPlan, run_level
+from seatrial.load.scheduler import Delivery, LevelLoad, run_level
 from seatrial.load.workloads import RequestSpec, random_specs
 from seatrial.runs.folder import RunFolder
-from seatrial.trials.profile import Profile
+from seatrial.runs.summaries.bench import LevelSummary
 from seatrial.trials.serverinfo import ServerInfo, Snapshot, snapshot
+
+if TYPE_CHECKING:
+    from seatrial.trials.profile import Profile
 
 SCRAPE_INTERVAL_S = 0.2
 
@@ -56,9 +59,8 @@ class TrialEnv:
         load = self.load_config(concurrency, requests, warmup)
         workload = workload.model_copy(update={"seed": self.seed})
         cfg = BenchConfig(target=self.target, workload=workload, load=load)
-        plan = LevelPlan(concurrency)
         return await measure_level(
-            self.session, cfg, plan, self.next_index(), self.folder, self.progress, self.pool
+            self.session, cfg, LevelLoad(concurrency), self.next_index(), self.folder, self.progress, self.pool
         )
 
     async def specs(self, count: int, input_len: int, output_len: int, kind: str) -> list[RequestSpec]:
@@ -76,7 +78,7 @@ class TrialEnv:
             return await send(s.http, s.endpoint, spec, rec)
 
         self.progress.level_start(tag, len(specs))
-        return await run_level(specs, LevelPlan(concurrency), "measure", tag, sender, self.keep)
+        return await run_level(specs, LevelLoad(concurrency), "measure", tag, sender, self.keep)
 
     def keep(self, rec: RequestRecord) -> None:
         """Store a record of a level and count it in the level's progress."""
@@ -84,7 +86,10 @@ class TrialEnv:
         self.progress.record(rec)
 
     def store(self, rec: RequestRecord) -> None:
-        """Store a record sent outside a level (a probe, background load) in the run folder."""
+        """Store a record sent outside a level (a probe, background load) in the run folder; with spans, its
+        span finds it (counted as outside the levels, not as unmatched)."""
+        if self.session.spans is not None:
+            self.session.spans.sent(rec)
         if self.folder:
             self.folder.add_request(rec.to_json())
 
@@ -101,12 +106,22 @@ def first_error(records: list[RequestRecord]) -> str | None:
     return next((r.error for r in records if r.error), None)
 
 
-def brief(summary: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a level summary a trial's evidence keeps."""
-    keys = ("concurrency", "requests_ok", "requests_failed", "output_tok_s", "ttft_ms", "itl_ms", "tpot_ms")
-    return {k: summary[k] for k in keys} | {
-        "index": summary.get("index"),  # its requests are L<index>-* in requests.jsonl
-        "server": summary["server"],
-        "valid": summary["valid"],
-        "invalid_reasons": summary["invalid_reasons"],
-    }
+#: The fields of a level summary a trial's evidence keeps (``index``: its requests are L<index>-* in
+#: requests.jsonl).
+BRIEF = ("index", "concurrency", "requests_ok", "requests_failed", "output_tok_s", "ttft_ms", "itl_ms", "tpot_ms",
+         "server", "valid", "invalid_reasons")  # fmt: skip
+
+
+def brief(summary: LevelSummary) -> dict[str, Any]:
+    """What a trial's evidence keeps of a level (:data:`BRIEF`), and what was observed beside it."""
+    return summary.model_dump(mode="json", include=set(BRIEF)) | observed(summary)
+
+
+def observed(summary: LevelSummary) -> dict[str, Any]:
+    """The level's engine spans and GPU telemetry where they were read (without the power series)."""
+    out: dict[str, Any] = {}
+    if summary.server_timing is not None:
+        out["server_timing"] = summary.server_timing.model_dump(mode="json")
+    if summary.gpu_telemetry is not None:
+        out["gpu_telemetry"] = summary.gpu_telemetry.model_dump(mode="json", exclude={"gpus": {"__all__": {"series"}}})
+    return out

@@ -20,16 +20,30 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from pydantic import Field
+
 from seatrial.load.bench import open_session
 from seatrial.load.config import BenchConfig, ServerTarget
 from seatrial.load.workloads import RequestSpec
 from seatrial.runs.result import TrialResult
 from seatrial.stats import median_ci, min_samples
+from seatrial.trials.configs import TrialConfig
 from seatrial.trials.env import TrialEnv, first_error, ok_values
 from seatrial.trials.serverinfo import server_info
 from seatrial.verdict import Verdict
 
 HEADROOM_TOKENS = 8
+
+
+class KvTierConfig(TrialConfig):
+    capacity_tokens: int | None = Field(None, ge=1)
+    pressure_factor: float = Field(1.5, gt=1)
+    session_len: int = Field(8192, ge=16)
+    question_len: int = Field(32, ge=1)
+    output_len: int = Field(8, ge=1)
+    concurrency: int = Field(4, ge=1)
+    max_working_set_tokens: int = Field(8_000_000, ge=1)
+    baseline_url: str | None = None  # the same model served with KV offload off, to compare
 
 
 def plan(capacity: int | None, session_len: int, factor: float, budget: int) -> tuple[int, str | None]:
@@ -93,7 +107,7 @@ def against_baseline(v: Verdict, why: str, ratio: float | None) -> tuple[Verdict
 
 
 async def sessions_run(env: TrialEnv, sessions: int, session_len: int) -> dict[str, Any]:
-    cfg = env.profile.trials.kv_tier
+    cfg = env.profile.config(KvTierConfig)
     contexts = await env.specs(sessions, session_len, cfg.output_len, "session")
     questions = await env.specs(sessions, cfg.question_len, cfg.output_len, "question")
     returning = [
@@ -128,7 +142,7 @@ async def sessions_run(env: TrialEnv, sessions: int, session_len: int) -> dict[s
 
 
 async def run(env: TrialEnv) -> TrialResult:
-    cfg = env.profile.trials.kv_tier
+    cfg = env.profile.config(KvTierConfig)
     capacity = cfg.capacity_tokens or env.info.kv_capacity_tokens
     session_len = cfg.session_len
     if env.info.max_model_len:

@@ -18,7 +18,7 @@ from seatrial.load.workloads import RequestSpec
 from seatrial.runs.result import TrialResult
 from seatrial.stats import median, min_samples
 from seatrial.trials.env import TrialEnv, first_error, ok_values
-from seatrial.trials.mixed_rules import Round, crossover, order_of, verdict
+from seatrial.trials.mixed_rules import MixedConfig, Round, crossover, order_of, verdict
 from seatrial.verdict import Verdict
 
 HEADROOM_TOKENS = 64  # room for the output token and each long prompt's tag
@@ -50,7 +50,7 @@ async def long_load(
 async def phase(
     env: TrialEnv, mix: bool, tag: str, long_spec: RequestSpec
 ) -> tuple[list[RequestRecord], list[RequestRecord]]:
-    cfg = env.profile.trials.mixed
+    cfg = env.profile.config(MixedConfig)
     shorts = await env.specs(cfg.short_requests, cfg.short_input_len, cfg.short_output_len, "short")
     stop = asyncio.Event()
     longs_task = (
@@ -99,7 +99,7 @@ def itl_tail(records: list[RequestRecord]) -> dict[str, float | None]:
 
 
 async def run(env: TrialEnv) -> TrialResult:
-    cfg = env.profile.trials.mixed
+    cfg = env.profile.config(MixedConfig)
     long_len = cfg.long_input_len
     if env.info.max_model_len:
         long_len = min(long_len, env.info.max_model_len - HEADROOM_TOKENS)

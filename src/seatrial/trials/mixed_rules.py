@@ -14,13 +14,31 @@ paired median above ``max_degradation_pct`` -> FAIL; else PASS.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from seatrial.stats import direction_consistency, median
-from seatrial.trials.profile import MixedConfig
+from seatrial.trials.configs import TrialConfig
 from seatrial.verdict import Verdict
 
 MIN_RETAINED = 2
+
+
+class MixedConfig(TrialConfig):
+    """Seed 004 §9-10: R0 ISO->MIX discarded, then alternating MIX->ISO / ISO->MIX rounds."""
+
+    rounds: int = Field(5, ge=2)
+    short_requests: int = Field(32, ge=1)
+    short_concurrency: int = Field(4, ge=1)
+    short_input_len: int = Field(128, ge=1)
+    short_output_len: int = Field(64, ge=2)
+    long_input_len: int = Field(8192, ge=1)
+    long_concurrency: int = Field(2, ge=1)
+    max_degradation_pct: float = 50.0
+    min_direction_consistency: float = Field(0.75, gt=0.5, le=1.0)
+    order_delta_limit_pct: float = Field(10.0, ge=0)
+    max_speedup_pct: float = Field(10.0, ge=0)
+    # a MIX phase with a long prefill in flight for less of its time than this measured no interference
+    min_long_share: float = Field(0.5, ge=0, le=1)
 
 
 class Round(BaseModel):

@@ -12,17 +12,31 @@ import asyncio
 from typing import Any
 
 import aiohttp
+from pydantic import Field
 
 from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import RequestSpec
 from seatrial.runs.result import TrialResult
 from seatrial.stats import median_ci, relative_differences_pct
+from seatrial.trials.configs import TrialConfig
 from seatrial.trials.env import TrialEnv, first_error
 from seatrial.trials.prefix_rules import Counters, expected_hit_rate, functional, performance
 from seatrial.verdict import Verdict
 
 DEFAULT_BLOCK_SIZE = 16
 HEADROOM_TOKENS = 8
+
+
+class PrefixCacheConfig(TrialConfig):
+    num_prefixes: int = Field(4, ge=1)
+    prefix_len: int = Field(4096, ge=1)
+    questions_per_prefix: int = Field(16, ge=2)
+    question_len: int = Field(64, ge=1)
+    output_len: int = Field(8, ge=1)
+    concurrency: int = Field(4, ge=1)
+    block_size: int | None = Field(None, ge=1)
+    review_share: float = Field(0.5, gt=0, le=1)
+    good_improvement_pct: float = Field(20.0, ge=0)
 
 
 def by_index(records: list[RequestRecord]) -> dict[int, RequestRecord]:
@@ -59,7 +73,7 @@ async def reset_cache(env: TrialEnv) -> str:
 
 async def build(env: TrialEnv) -> tuple[list[RequestSpec], list[RequestSpec], list[RequestSpec]]:
     """Cold specs (one per prefix), warm specs (the other questions), control specs (own prefixes)."""
-    cfg = env.profile.trials.prefix_cache
+    cfg = env.profile.config(PrefixCacheConfig)
     k, q = cfg.num_prefixes, cfg.questions_per_prefix
     prefix_len = cfg.prefix_len
     if env.info.max_model_len:  # leave room for the question, the output and the separator
@@ -86,7 +100,7 @@ async def build(env: TrialEnv) -> tuple[list[RequestSpec], list[RequestSpec], li
 
 
 async def run(env: TrialEnv) -> TrialResult:
-    cfg = env.profile.trials.prefix_cache
+    cfg = env.profile.config(PrefixCacheConfig)
     block = cfg.block_size or env.info.block_size or DEFAULT_BLOCK_SIZE
     reset = await reset_cache(env)
     cold, warm, control = await build(env)

@@ -17,9 +17,18 @@ from seatrial.load.config import WorkloadConfig
 from seatrial.load.validity import MIN_IN_FLIGHT_SHARE
 from seatrial.runs.result import TrialResult
 from seatrial.stats import min_samples, percentile_ci
-from seatrial.trials.env import TrialEnv, ok_values
-from seatrial.trials.profile import SaturationConfig, Slo
-from seatrial.trials.saturation_rules import Step, classify, first_unmet, max_executable, max_slo, saturated
+from seatrial.trials.configs import Slo
+from seatrial.trials.env import TrialEnv, observed, ok_values
+from seatrial.trials.saturation_rules import (
+    SaturationConfig,
+    Step,
+    classify,
+    first_unmet,
+    kv_pressure_began,
+    max_executable,
+    max_slo,
+    saturated,
+)
 from seatrial.verdict import Verdict
 
 
@@ -36,41 +45,42 @@ def ladder(cfg: SaturationConfig) -> Iterator[int]:
 
 
 def to_step(outcome: LevelOutcome, slo: Slo, max_lag_ms: float) -> tuple[Step, dict[str, Any]]:
-    s, srv = outcome.summary, outcome.summary["server"]
+    s, srv = outcome.summary, outcome.summary.server
     ttft = percentile_ci(ok_values(outcome.records, "ttft_ms"), slo.percentile)
     itls = [x for r in outcome.records if r.ok for x in r.itl_ms]
     itl = percentile_ci(itls, slo.percentile) if itls else None
     n = len(outcome.records)
-    lag = s["delivery"]["lag_ms_p99"]
-    delivered = s["delivery"]["mean_in_flight"] >= MIN_IN_FLIGHT_SHARE * min(s["concurrency"], n) and (
+    lag = s.delivery.lag_ms_p99
+    delivered = s.delivery.mean_in_flight >= MIN_IN_FLIGHT_SHARE * min(s.concurrency, n) and (
         lag is None or lag <= max_lag_ms
     )
     step = Step(
-        concurrency=s["concurrency"],
+        concurrency=s.concurrency,
         requests=n,
-        requests_failed=s["requests_failed"],
-        output_tok_s=s["output_tok_s"],
-        ttft_ms_p99=s["ttft_ms"]["p99"],
+        requests_failed=s.requests_failed,
+        output_tok_s=s.output_tok_s,
+        ttft_ms_p99=s.ttft_ms.p99,
         ttft_ms_slo=ttft.value,
         ttft_ms_slo_low=ttft.ci_low,
         ttft_ms_slo_high=ttft.ci_high,
         itl_ms_slo=itl.value if itl else None,
         itl_ms_slo_high=itl.ci_high if itl else None,
-        running_max=srv.get("running_max"),
-        waiting_max=srv.get("waiting_max"),
-        kv_cache_usage_max=srv.get("kv_cache_usage_max"),
-        preemptions=srv.get("preemptions"),
+        running_max=srv.running_max,
+        waiting_max=srv.waiting_max,
+        kv_cache_usage_max=srv.kv_cache_usage_max,
+        preemptions=srv.preemptions,
         delivered=delivered,
         enough_samples=ttft.enough,
     )
     extra = {
-        "index": s.get("index"),  # its requests are L<index>-* in requests.jsonl
+        "index": s.index,  # its requests are L<index>-* in requests.jsonl
         "ttft_ms_slo_n": ttft.n,
-        "ttft_ms_p50": s["ttft_ms"]["p50"],
-        "itl_ms_p50": s["itl_ms"]["p50"],
-        "itl_ms_p99": s["itl_ms"]["p99"],
-        "mean_in_flight": s["delivery"]["mean_in_flight"],
-        "invalid_reasons": s["invalid_reasons"],
+        "ttft_ms_p50": s.ttft_ms.p50,
+        "itl_ms_p50": s.itl_ms.p50,
+        "itl_ms_p99": s.itl_ms.p99,
+        "mean_in_flight": s.delivery.mean_in_flight,
+        "invalid_reasons": s.invalid_reasons,
+        **observed(s),
     }
     return step, extra
 
@@ -114,7 +124,7 @@ def _ms(v: float | None) -> str:
 
 
 async def run(env: TrialEnv) -> TrialResult:
-    cfg, slo = env.profile.trials.saturation, env.profile.slo
+    cfg, slo = env.profile.config(SaturationConfig), env.profile.slo
     wl = WorkloadConfig(name="random", input_len=cfg.input_len, output_len=cfg.output_len)
     steps: list[Step] = []
     rows: list[dict[str, Any]] = []
@@ -144,5 +154,6 @@ async def run(env: TrialEnv) -> TrialResult:
             "slo": slo.model_dump(),
             "max_executable_concurrency": exe,
             "max_slo_concurrency": best,
+            "kv_pressure_concurrency": kv_pressure_began(steps, cfg),
         },
     )

@@ -20,12 +20,27 @@ from __future__ import annotations
 import itertools
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from seatrial.runs.result import Classification
-from seatrial.trials.profile import SaturationConfig, Slo
+from seatrial.trials.configs import Slo, TrialConfig
 
 RUNNING_FLAT = 0.10
+
+
+class SaturationConfig(TrialConfig):
+    ladder: list[int] = Field(default_factory=lambda: [64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048])
+    requests_per_user: int = Field(2, ge=1)
+    min_requests: int = Field(1000, ge=1)
+    warmup: int = Field(2, ge=0)
+    input_len: int = Field(512, ge=1)
+    output_len: int = Field(128, ge=2)
+    extend_factor: float = Field(1.5, gt=1.0)
+    max_concurrency: int = Field(4096, ge=1)
+    plateau_gain: float = Field(0.10, ge=0)
+    kv_usage_high: float = Field(0.95, gt=0, le=1)
+    cliff_factor: float = Field(3.0, gt=1)
+    target_concurrency: int | None = Field(None, ge=1)
 
 
 class Step(BaseModel):
@@ -70,11 +85,21 @@ def _cliff(prev: Step, cur: Step, factor: float, slo: Slo) -> bool:
     return cur.ttft_ms_slo >= factor * prev.ttft_ms_slo and broken
 
 
+def kv_pressure(step: Step, cfg: SaturationConfig) -> bool:
+    return (step.preemptions or 0) > 0 or (step.kv_cache_usage_max or 0) >= cfg.kv_usage_high
+
+
+def kv_pressure_began(steps: list[Step], cfg: SaturationConfig) -> int | None:
+    """The lowest delivered step's concurrency that showed KV pressure; None if none did."""
+    hit = [s.concurrency for s in steps if s.delivered and kv_pressure(s, cfg)]
+    return min(hit) if hit else None
+
+
 def classify(steps: list[Step], cfg: SaturationConfig, slo: Slo) -> tuple[Classification, str]:
     """The saturation class and the sentence that names the step where it showed."""
     done = [s for s in steps if s.delivered]
     for s in done:
-        if (s.preemptions or 0) > 0 or (s.kv_cache_usage_max or 0) >= cfg.kv_usage_high:
+        if kv_pressure(s, cfg):
             return "KV_PRESSURE", (
                 f"C={s.concurrency}: {s.preemptions or 0:.0f} preemptions, KV usage max "
                 f"{(s.kv_cache_usage_max or 0):.0%}"

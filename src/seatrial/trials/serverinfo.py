@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
 
 import aiohttp
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
+from seatrial.runs.summaries.accept import ServerFacts
+from seatrial.server.capacity import cache_info, kv_from_labels
 from seatrial.server.prom import parse_metrics
 
-CACHE_INFO = "vllm:cache_config_info"
+__all__ = ["ServerInfo", "Snapshot", "cache_info", "offload_counters", "server_info", "snapshot"]
 OFFLOAD_WORD = "offload"
 
 
@@ -45,9 +46,9 @@ class ServerInfo:
     @property
     def kv_capacity_tokens(self) -> int | None:
         """The engine's own figure (``kv_cache_size_tokens``), else blocks x block size."""
-        stated = _int(self.cache_labels.get("kv_cache_size_tokens"))
-        if stated:
-            return stated
+        kv = kv_from_labels(self.cache_labels)
+        if kv is not None:
+            return kv.tokens
         if self.block_size and self.num_blocks:
             return self.block_size * self.num_blocks
         return None
@@ -63,15 +64,16 @@ class ServerInfo:
         v = self.cache_labels.get("enable_prefix_caching")
         return None if v is None else v == "True"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "max_model_len": self.max_model_len,
-            "block_size": self.block_size,
-            "num_blocks": self.num_blocks,
-            "kv_capacity_tokens": self.kv_capacity_tokens,
-            "prefix_caching": self.prefix_caching,
-            "kv_offloading_size": self.kv_offloading_size,
-        }
+    def facts(self) -> ServerFacts:
+        """What the accept summary keeps of it (``server``)."""
+        return ServerFacts(
+            max_model_len=self.max_model_len,
+            block_size=self.block_size,
+            num_blocks=self.num_blocks,
+            kv_capacity_tokens=self.kv_capacity_tokens,
+            prefix_caching=self.prefix_caching,
+            kv_offloading_size=self.kv_offloading_size,
+        )
 
 
 async def _get_text(http: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> str | None:
@@ -87,15 +89,6 @@ def _int(v: str | None) -> int | None:
         return int(float(v)) if v not in (None, "", "None") else None
     except ValueError:
         return None
-
-
-def cache_info(metrics_text: str) -> dict[str, str]:
-    """Labels of ``vllm:cache_config_info`` (block_size, num_gpu_blocks, ...), empty when absent."""
-    lines = "\n".join(ln for ln in metrics_text.splitlines() if ln.startswith(CACHE_INFO)) + "\n"
-    for family in text_string_to_metric_families(lines):
-        for sample in family.samples:
-            return dict(sample.labels)
-    return {}
 
 
 def offload_counters(metrics_text: str) -> dict[str, float]:

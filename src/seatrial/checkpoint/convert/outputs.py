@@ -13,6 +13,7 @@ from seatrial.checkpoint.convert.fidelity import shard_fidelity
 from seatrial.checkpoint.convert.manifest import Manifest, OutputRecord, TableRecord, save_manifest
 from seatrial.checkpoint.convert.options import ConvertOptions
 from seatrial.checkpoint.convert.plan import find_lm_head, to_specs
+from seatrial.checkpoint.convert.scale import bf16_bits
 from seatrial.checkpoint.convert.source import SourceCheckpoint
 from seatrial.checkpoint.convert.stio import HashingWriter, file_digest, read_entries
 from seatrial.checkpoint.convert.tasks import TableWriter, rewrite_file
@@ -95,7 +96,7 @@ class OutputRunner:
             return lambda out: self._write_table(record, self.tables[record.table or ""], out)
         if record.kind == "scale":
             scale = np.array([self.tables[record.table or ""].scale], dtype=np.float32)
-            return lambda out: out.write(scale.astype("bfloat16").view(np.uint16))
+            return lambda out: out.write(bf16_bits(scale))
         return lambda out: self._write_rewrite(record, out)
 
     def _write_table(self, record: OutputRecord, table: TableRecord, out: HashingWriter) -> None:

@@ -6,6 +6,10 @@ Definitions (seed 000, step 4 of the conversion):
 - ``q = fp8_e4m3fn(clamp(float32(w) / float32(scale), -448, 448))`` (round to nearest even).
 - ``dequant = float32(q) * float32(scale)``.
 - lm_head restore: ``bf16(float32(q) * float32(row_scale))``.
+
+BF16 and FP8 E4M3FN are done here in plain numpy: BF16 is the upper half of a float32 (round to nearest
+even when narrowing), and the 256 FP8 codes are a table (:data:`FP8_VALUES`) that decodes by lookup and
+encodes by a sorted search with ties to the even code. tests/convert check both against torch.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-import ml_dtypes
 import numpy as np
 
 from seatrial.checkpoint.convert.kernels import (
@@ -28,15 +31,20 @@ from seatrial.checkpoint.convert.kernels import (
 )
 
 FP8_E4M3_MAX = 448.0
-_BF16 = np.dtype(ml_dtypes.bfloat16)
-_FP8 = np.dtype(ml_dtypes.float8_e4m3fn)
-#: safetensors dtype -> numpy dtype for the float formats the converter reads.
-FLOAT_DTYPES: dict[str, np.dtype] = {
-    "BF16": _BF16,
-    "F16": np.dtype(np.float16),
-    "F32": np.dtype(np.float32),
-    "F8_E4M3": _FP8,
-}
+
+
+def _fp8_values() -> np.ndarray:
+    """float32 value of each E4M3FN code: sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 is
+    subnormal; 0x7F and 0xFF are NaN (there is no infinity)."""
+    code = np.arange(256)
+    exp, mant = (code >> 3) & 0xF, (code & 7).astype(np.float64)
+    mag = np.where(exp == 0, mant / 8 * 2.0**-6, (1 + mant / 8) * 2.0 ** (exp - 7.0))
+    mag[(exp == 15) & (mant == 7)] = np.nan
+    return (np.where(code & 0x80, -mag, mag)).astype(np.float32)
+
+
+FP8_VALUES = _fp8_values()
+_FP8_POSITIVE = FP8_VALUES[:127]  # codes 0..126: 0 up to 448, ascending
 #: The converter's worker threads (lookups, scans): the compiled loops and numpy release the GIL.
 POOL = ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2)), thread_name_prefix="seatrial-fp8")
 _PIECE = 1 << 20  # elements per lookup task, in whole rows (numpy path: an 8 MiB index buffer per thread)
@@ -46,7 +54,7 @@ def ceil_to_bf16(value: float) -> float:
     """Smallest BF16 value >= ``value`` (``value`` finite and > 0)."""
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"scale quotient must be finite and positive, got {value!r}")
-    bits = int(np.array([value], dtype=_BF16).view(np.uint16)[0])
+    bits = int(np.array([value], dtype=np.float32).view(np.uint32)[0]) >> 16
     while _bf16_value(bits) < value:
         bits += 1
     while bits > 0 and _bf16_value(bits - 1) >= value:
@@ -55,7 +63,30 @@ def ceil_to_bf16(value: float) -> float:
 
 
 def _bf16_value(bits: int) -> float:
-    return float(np.array([bits], dtype=np.uint16).view(_BF16)[0])
+    return float(np.array([bits << 16], dtype=np.uint32).view(np.float32)[0])
+
+
+def bf16_bits(values: np.ndarray) -> np.ndarray:
+    """BF16 storage (uint16) of float32 ``values``, rounded to nearest even; a NaN stays a (quiet) NaN."""
+    u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    out = ((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)).astype(np.uint16)
+    nan = np.isnan(values)
+    if nan.any():
+        out[nan] = ((u[nan] >> np.uint32(16)) | np.uint32(0x40)).astype(np.uint16)
+    return out
+
+
+def fp8_codes(values: np.ndarray) -> np.ndarray:
+    """E4M3FN codes (uint8) of float32 ``values`` within +-448, rounded to nearest with ties to the even
+    code (the even mantissa); NaN gives NaN."""
+    x = np.asarray(values, dtype=np.float32)
+    mag = np.abs(x)
+    hi = np.minimum(np.searchsorted(_FP8_POSITIVE, mag), 126)
+    lo = np.maximum(hi - 1, 0)
+    below, above = mag - _FP8_POSITIVE[lo], _FP8_POSITIVE[hi] - mag
+    code = np.where((above < below) | ((above == below) & (hi % 2 == 0)), hi, lo).astype(np.uint8)
+    code[np.isnan(mag)] = 0x7F
+    return code | np.where(np.signbit(x), np.uint8(0x80), np.uint8(0))
 
 
 def fp8_scale(global_max: float) -> float:
@@ -67,7 +98,9 @@ def to_float32(raw: np.ndarray, dtype: str) -> np.ndarray:
     """Interpret raw unsigned-integer storage of safetensors ``dtype`` as float32 values."""
     if dtype == "BF16":  # BF16 is the upper half of a float32: exact by a shift
         return (raw.astype(np.uint32) << np.uint32(16)).view(np.float32)
-    return raw.view(FLOAT_DTYPES[dtype]).astype(np.float32)
+    if dtype == "F8_E4M3":
+        return FP8_VALUES[raw.view(np.uint8)]
+    return raw.view({"F16": np.float16, "F32": np.float32}[dtype]).astype(np.float32)
 
 
 def quantize_f32(values: np.ndarray, scale: float) -> np.ndarray:
@@ -75,7 +108,7 @@ def quantize_f32(values: np.ndarray, scale: float) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         scaled = values.astype(np.float32) / np.float32(scale)
     np.clip(scaled, -FP8_E4M3_MAX, FP8_E4M3_MAX, out=scaled)
-    return scaled.astype(_FP8).view(np.uint8)
+    return fp8_codes(scaled)
 
 
 def pattern_values(dtype: str) -> np.ndarray:
@@ -90,7 +123,7 @@ def fp8_lut(dtype: str, scale: float) -> np.ndarray:
 
 def dequant_lut(scale: float) -> np.ndarray:
     """float32 value of each of the 256 FP8 codes times ``scale``."""
-    return np.arange(256, dtype=np.uint8).view(_FP8).astype(np.float32) * np.float32(scale)
+    return FP8_VALUES * np.float32(scale)
 
 
 def quantize_raw(
@@ -148,7 +181,7 @@ def max_abs(raw: np.ndarray, dtype: str) -> float:
     """Largest magnitude in raw ``dtype`` storage (NaN if any element is not finite)."""
     if dtype in ("BF16", "F16"):
         top = max_magnitude16(raw)
-        value = float(np.array([top], dtype=np.uint16).view(FLOAT_DTYPES[dtype])[0])
+        value = float(to_float32(np.array([top], dtype=np.uint16), dtype)[0])
         return value if np.isfinite(value) else float("nan")
     values = to_float32(raw, dtype)
     return float(np.abs(values).max()) if np.isfinite(values).all() else float("nan")
@@ -156,5 +189,5 @@ def max_abs(raw: np.ndarray, dtype: str) -> float:
 
 def restore_bf16(codes: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """BF16 storage (uint16) of ``float32(fp8 codes) * float32(scale)``; ``scale`` is per row or tensor."""
-    product = codes.view(_FP8).astype(np.float32) * scale.astype(np.float32)
-    return product.astype(_BF16).view(np.uint16)
+    product = FP8_VALUES[codes.view(np.uint8)] * scale.astype(np.float32)
+    return bf16_bits(product)

@@ -22,7 +22,7 @@ import numpy as np
 import xxhash
 
 from seatrial.checkpoint.dtypes import DTYPE_BITS
-from seatrial.checkpoint.header import read_header
+from seatrial.checkpoint.header import TensorEntry, read_header
 from seatrial.errors import CheckpointError
 
 #: Bytes per element of each whole-byte safetensors dtype (sub-byte ones are only ever linked).
@@ -32,42 +32,12 @@ ITEMSIZE_BYTES: dict[str, int] = {k: bits // 8 for k, bits in DTYPE_BITS.items()
 _RAW_VIEW = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-@dataclass(frozen=True)
-class TensorEntry:
-    """One tensor of a safetensors file; ``begin``/``end`` are absolute byte offsets in the file."""
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    begin: int
-    end: int
-
-    @property
-    def nbytes(self) -> int:
-        return self.end - self.begin
-
-    @property
-    def row_bytes(self) -> int:
-        """Bytes of one row (the product of all but the first dimension, times the item size)."""
-        inner = 1
-        for dim in self.shape[1:]:
-            inner *= dim
-        return inner * ITEMSIZE_BYTES[self.dtype]
-
-    @property
-    def rows(self) -> int:
-        return self.shape[0] if self.shape else 1
-
-
 def read_entries(path: Path) -> tuple[dict[str, TensorEntry], dict[str, str]]:
     """The tensors of a safetensors file by name (absolute offsets) and its ``__metadata__``, from the
     one header reader (:func:`seatrial.checkpoint.header.read_header`: every check, every fuzz case)."""
     shard = read_header(path)
     data_start = 8 + shard.header_bytes
-    entries = {
-        name: TensorEntry(name, entry.dtype, entry.shape, data_start + entry.begin, data_start + entry.end)
-        for name, entry in shard.tensors.items()
-    }
+    entries = {name: entry.in_file(name, data_start) for name, entry in shard.tensors.items()}
     return entries, shard.metadata
 
 

@@ -1,13 +1,31 @@
-"""Report sections, in page order. Add a module and list it here."""
+"""Report sections, and which a command's page shows, in page order: one place to add a section."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
 from typing import Any
 
+Section = Callable[[dict[str, Any]], str | None]
 
-def all_sections() -> list[Callable[[dict[str, Any]], str | None]]:
-    from seatrial.report.sections import bench, compare, demo, experiment, fleet, hw, trials
+#: command (run.json's) -> the sections its page shows, in order: a module's ``section``, or ``module:function``
+BY_COMMAND: dict[str, tuple[str, ...]] = {
+    "bench": ("bench",),
+    "accept": ("trials",),
+    "capacity": ("capacity",),
+    "experiment": ("experiment",),
+    "compare": ("compare",),
+    "hw": ("hw",),
+    "sync": ("fleet:sync_section",),
+    "doctor": ("fleet:doctor_section",),
+    "demo": ("demo", "fleet:demo_section", "capacity", "experiment", "hw", "trials", "bench"),
+}
 
-    return [demo.section, fleet.section, compare.section, experiment.section, hw.section, trials.section,
-            bench.section]  # fmt: skip
+
+def sections_for(command: str | None) -> list[Section]:
+    """The sections of ``command``'s page; none for a command without a page."""
+    out = []
+    for spec in BY_COMMAND.get(command or "", ()):
+        module, _, function = spec.partition(":")
+        out.append(getattr(import_module(f"seatrial.report.sections.{module}"), function or "section"))
+    return out

@@ -3,22 +3,24 @@ level, and for two deployments the per-phase table and the prefill gap split (an
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from typing import Any
 
 from seatrial.report.plots import line_svg
-from seatrial.report.sections.bench import html_table
-from seatrial.runs.comparisons import comparison_table, deployment_table, split_table
+from seatrial.report.tables import html_table
+from seatrial.runs.comparisons import capacity_table, comparison_table, deployment_table, split_table
+from seatrial.runs.summaries.compare import CompareSummary
 
 
-def _plot(summary: dict[str, Any]) -> str | None:
+def _plot(summary: CompareSummary) -> str | None:
     series: dict[str, dict[str, float | None]] = {}
     levels: list[str] = []
-    for c in summary["comparisons"]:
-        if c["level"] not in levels:
-            levels.append(c["level"])
-        for m in c["metrics"]:
-            series.setdefault(f"{c['workload']} {c['candidate']} {m['metric']}", {})[c["level"]] = m["ratio"]
+    for c in summary.comparisons:
+        if c.level not in levels:
+            levels.append(c.level)
+        for m in c.metrics:
+            series.setdefault(f"{c.workload} {c.candidate} {m.metric}", {})[c.level] = m.ratio
     if not levels or not series:
         return None
     x = list(range(len(levels)))
@@ -29,16 +31,17 @@ def _plot(summary: dict[str, Any]) -> str | None:
     return svg + f"<p class='meta'>levels: {', '.join(f'{i}={lv}' for i, lv in enumerate(levels))}</p>"
 
 
-def section(summary: dict[str, Any]) -> str | None:
-    if summary.get("mode") not in ("runs", "deployments") or "comparisons" not in summary:
-        return None
-    parts = ["<h2>Comparison</h2>", html_table(comparison_table(summary))]
-    for table in (deployment_table(summary), split_table(summary)):
+def section(whole: dict[str, Any]) -> str | None:
+    summary = CompareSummary.model_validate(whole)
+    parts = ["<h2>Comparison</h2>"] + ([html_table(comparison_table(summary))] if summary.comparisons else [])
+    for table in (deployment_table(summary), split_table(summary), capacity_table(summary)):
         if table is not None:
             parts.append(html_table(table))
-    if summary.get("deployment"):
-        parts.append("<p class='meta'>The split is an estimate: the decode TPOT ratio stands for the precision "
-                     "share, and what is left of the prefill ratio for the topology (seed 001).</p>")  # fmt: skip
+    dep = summary.deployment
+    notes = [dep.confounded, dep.capacity.note if dep.capacity.rows else None] if dep else []
+    for note in notes:
+        if note:
+            parts.append(f"<p class='meta'>{html.escape(note)}</p>")
     if (plot := _plot(summary)) is not None:
         parts.append(f"<div class='plots'>{plot}</div>")
     return "".join(parts)

@@ -19,6 +19,8 @@ def _result(step: dict[str, Any]) -> str:
         return html.escape(f"{step['valid_levels']} levels valid")
     if step.get("decisions"):
         return html.escape(step["decisions"])
+    if step.get("capacity"):
+        return html.escape(step["capacity"])
     if "verified" in step:
         return "verified identical" if step["verified"] else "<span class='bad'>differs</span>"
     return "ran"

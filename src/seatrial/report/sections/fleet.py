@@ -1,34 +1,49 @@
-"""Fleet section: a sync's destinations and their verification, and a doctor's item diff."""
+"""Fleet section: a sync's destinations and their verification, and a doctor's item diff (a sync or doctor
+run folder, or the demo's, which holds both under ``sync`` and ``doctor``)."""
 
 from __future__ import annotations
 
 import html
 from typing import Any
 
-from seatrial.report.sections.bench import html_table
+from seatrial.report.tables import html_table
 from seatrial.runs.fleet import doctor_table, sync_table
+from seatrial.runs.summaries.fleet import DoctorSummary, SyncSummary
 
 
-def section(whole: dict[str, Any]) -> str | None:
+def _items(rows: list[str], css: str = "") -> str:
+    cls = f" class='{css}'" if css else ""
+    return "<ul>" + "".join(f"<li{cls}>{html.escape(x)}</li>" for x in rows) + "</ul>"
+
+
+def sync_part(sync: SyncSummary) -> list[str]:
+    parts = ["<h2>Sync</h2>", html_table(sync_table(sync))]
+    diffs = [f"{d.dest}: {x}" for d in sync.destinations for x in d.differences]
+    if sync.plan.notes or diffs:
+        parts.append(_items([*sync.plan.notes, *diffs]))
+    return parts
+
+
+def doctor_part(doc: DoctorSummary) -> list[str]:
+    parts = ["<h2>Doctor</h2>", f"<p class='meta'>passed: {doc.passed}</p>", html_table(doctor_table(doc))]
+    if doc.differences:
+        parts.append(_items(doc.differences, "bad"))
+    return parts
+
+
+def sync_section(summary: dict[str, Any]) -> str | None:
+    return "".join(sync_part(SyncSummary.model_validate(summary)))
+
+
+def doctor_section(summary: dict[str, Any]) -> str | None:
+    return "".join(doctor_part(DoctorSummary.model_validate(summary)))
+
+
+def demo_section(summary: dict[str, Any]) -> str | None:
+    """The demo's sync and doctor steps (each present only when that step ran)."""
     parts = []
-    sync = whole if "destinations" in whole else whole.get("sync")
-    if isinstance(sync, dict) and "destinations" in sync:
-        parts += ["<h2>Sync</h2>", html_table(sync_table(sync))]
-        notes = sync["plan"]["notes"]
-        diffs = [f"{d['dest']}: {x}" for d in sync["destinations"] for x in d.get("differences", [])]
-        if notes or diffs:
-            parts.append("<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in [*notes, *diffs]) + "</ul>")
-    doc = whole if "fingerprints" in whole else whole.get("doctor")
-    if isinstance(doc, dict) and "fingerprints" in doc:
-        parts += [
-            "<h2>Doctor</h2>",
-            f"<p class='meta'>passed: {doc['passed']}</p>",
-            html_table(doctor_table(doc)),
-        ]
-        if doc["differences"]:
-            parts.append(
-                "<ul>"
-                + "".join(f"<li class='bad'>{html.escape(d)}</li>" for d in doc["differences"])
-                + "</ul>"
-            )
+    if summary.get("sync"):
+        parts += sync_part(SyncSummary.model_validate(summary["sync"]))
+    if summary.get("doctor"):
+        parts += doctor_part(DoctorSummary.model_validate(summary["doctor"]))
     return "".join(parts) or None

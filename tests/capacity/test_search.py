@@ -1,0 +1,55 @@
+"""The capacity search on its own: doubling, bisection, going down, whole users, its stops."""
+
+from __future__ import annotations
+
+import pytest
+
+from seatrial.capacity.probe import MIN_REQUESTS, requests_for
+from seatrial.capacity.search import Search
+from seatrial.stats.proportions import wilson
+
+
+def run(search: Search, capacity: float) -> list[float]:
+    seen = []
+    while (load := search.next_load()) is not None:
+        seen.append(load)
+        search.record(load, load <= capacity)
+    return seen
+
+
+def test_doubles_then_bisects_to_the_precision_and_never_reports_above_the_truth() -> None:
+    s = Search(first=1.0, precision=0.05)
+    seen = run(s, capacity=13.3)
+    assert seen[:5] == [1, 2, 4, 8, 16]
+    assert s.lower is not None and s.upper is not None and s.lower <= 13.3 < s.upper
+    assert s.upper / s.lower - 1 <= 0.05 and "within 5%" in (s.stop_reason or "")
+
+
+def test_concurrency_mode_probes_whole_users_and_stops_between_neighbours() -> None:
+    s = Search(first=1.0, precision=0.01, integer=True)
+    seen = run(s, capacity=6)
+    assert all(x == int(x) for x in seen) and (s.lower, s.upper) == (6, 7)
+    assert "no whole number" in (s.stop_reason or "") or "within" in (s.stop_reason or "")
+
+
+def test_a_first_probe_that_misses_goes_down_then_gives_up() -> None:
+    s = Search(first=8.0, precision=0.05)
+    assert run(s, capacity=3.0)[:3] == [8, 4, 2] and s.lower is not None and s.lower <= 3.0
+    never = Search(first=8.0, precision=0.05)
+    seen = run(never, capacity=0.0)
+    assert never.lower is None and min(seen) >= 8 / 16 and "no probe met" in (never.stop_reason or "")
+
+
+def test_the_highest_allowed_load_and_the_probe_budget_end_a_search() -> None:
+    capped = Search(first=1.0, precision=0.05, max_load=5.0)
+    assert run(capped, capacity=100)[-1] == 5.0 and "up to the highest allowed, 5" in (capped.stop_reason or "")
+    short = Search(first=1.0, precision=0.0001, max_probes=6)
+    assert len(run(short, capacity=13.3)) == 6 and "6 probes" in (short.stop_reason or "")
+
+
+@pytest.mark.parametrize(("target", "confidence"), [(0.9, 0.95), (0.5, 0.8), (0.99, 0.95)])
+def test_a_probe_is_sized_so_its_interval_can_clear_the_target(target: float, confidence: float) -> None:
+    n = requests_for(target, confidence)
+    p = (1 + target) / 2
+    assert wilson(p * n, n, confidence)[0] >= target
+    assert n == MIN_REQUESTS or wilson(p * n / 2, n / 2, confidence)[0] < target  # not twice what it needs

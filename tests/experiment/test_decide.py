@@ -1,0 +1,91 @@
+"""``seatrial.experiment.decide`` on synthetic per-start levels of known effect: failed starts and
+``allow_failed_starts``, Holm's steps across treatments, drift, the A/A halves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from seatrial.experiment.checks import halves
+from seatrial.experiment.decide import decisions
+from seatrial.experiment.plan import ExperimentPlan, schedule
+
+
+def make_plan(treatments: int = 1, **over: Any) -> ExperimentPlan:
+    return ExperimentPlan.model_validate(
+        {
+            "serve": {"command": ["engine", "--port", "{port}"]},
+            "baseline": {"name": "a", "args": ["--x", "0"]},
+            "treatments": [{"name": f"t{i}", "args": ["--x", str(i)]} for i in range(1, treatments + 1)],
+            "workload": {"concurrency": [8]},
+            "decide": {
+                "profiles": {"batch": {"concurrency": 8, "metric": "output_tok_s", "min_gain_pct": 5}}
+            },
+            **over,
+        }
+    )
+
+
+def levels_for(
+    plan: ExperimentPlan, gains: dict[str, float], sd: float = 0.01, drift: float = 0.0, seed: int = 0
+) -> dict[str, dict[int, list[dict[str, Any]]]]:
+    """Each setting's starts in run order: throughput 1000 x (1 + gain) x noise x (1 + drift)^slot."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for slot, (name, k) in enumerate(schedule(plan)):
+        value = 1000 * (1 + gains.get(name, 0.0)) * rng.lognormal(0, sd) * (1 + drift) ** slot
+        level = {"output_tok_s": value, "values": {}, "start": k, "slot": slot, "stalled": None}
+        out.setdefault(name, {}).setdefault(8, []).append(level)
+    return out
+
+
+def test_a_failed_start_caps_the_setting_unless_the_plan_allows_it() -> None:
+    plan = make_plan()
+    levels = levels_for(plan, {"t1": 0.5})
+    failures = {"t1": [{"start": 2, "concurrency": 8, "reason": "level C=8 INVALID (client lag)"}],
+                "a": [{"start": 0, "concurrency": 4, "reason": "level C=4 INVALID (another level)"}]}  # fmt: skip
+    capped = decisions(plan, levels, {}, failures)["decisions"][0]
+    assert capped["verdict"] == "INCONCLUSIVE" and capped["failed_starts"] == [
+        "t1 start 3: level C=8 INVALID (client lag)"
+    ]  # the baseline's failure at C=4 does not touch a C=8 decision
+    assert capped["holm"] is None and capped["ci_pct"][0] > 40  # the data alone would adopt
+    allowed = decisions(make_plan(allow_failed_starts=True), levels, {}, failures)["decisions"][0]
+    assert allowed["verdict"] == "ADOPT" and allowed["failed_starts"] == capped["failed_starts"]
+    gone = {"a": [{"start": 1, "concurrency": None, "reason": "did not come up (2 attempts)"}]}
+    assert "a start 2: did not come up" in decisions(plan, levels, {}, gone)["decisions"][0]["reasons"][0]
+
+
+def test_holm_tests_the_clearest_claim_first_and_the_rest_at_stricter_levels() -> None:
+    plan = make_plan(treatments=3)
+    rows = decisions(plan, levels_for(plan, {"t1": 0.5, "t2": 0.12, "t3": 0.0}), {})["decisions"]
+    by = {r["treatment"]: r for r in rows}
+    assert [by[t]["holm"]["step"] for t in ("t1", "t2")] == [1, 2] and by["t1"]["holm"]["family"] == 3
+    assert by["t1"]["confidence"] == pytest.approx(1 - 2 * 0.025 / 3)
+    assert by["t2"]["confidence"] == pytest.approx(1 - 2 * 0.025 / 2)
+    assert by["t1"]["verdict"] == by["t2"]["verdict"] == "ADOPT" and by["t3"]["verdict"] != "ADOPT"
+    # a wider interval than the plan's 95%: the same data, alone, is judged at 95%
+    alone = decisions(make_plan(), levels_for(make_plan(), {"t1": 0.5}), {})["decisions"][0]
+    assert alone["confidence"] == pytest.approx(0.95) and alone["holm"]["family"] == 1
+
+
+def test_drift_over_the_run_is_measured_and_flagged() -> None:
+    plan = make_plan(starts=4)
+    drift = decisions(plan, levels_for(plan, {}, sd=0.005, drift=0.02), {})["drift"][0]
+    assert drift["flag"] == "DRIFT" and drift["slots"] == 8
+    assert drift["pct_per_slot"] == pytest.approx(2.0, abs=0.5)
+    lo, hi = drift["over_run_ci_pct"]
+    assert 5 < lo < drift["over_run_pct"] < hi
+    steady = decisions(plan, levels_for(plan, {}, sd=0.005), {})["drift"][0]
+    assert steady["flag"] is None and steady["over_run_ci_pct"][0] < 0 < steady["over_run_ci_pct"][1]
+
+
+def test_abba_halves_balance_a_linear_drift() -> None:
+    starts = [{"slot": s} for s in (0, 3, 4, 7, 8, 11, 12, 15)]  # a baseline's slots in ABBA with 2 settings
+    first, second = halves(starts)
+    assert [lv["slot"] for lv in first] == [0, 7, 8, 15] and [lv["slot"] for lv in second] == [3, 4, 11, 12]
+    assert np.mean([lv["slot"] for lv in first]) == np.mean([lv["slot"] for lv in second])
+    plan = make_plan(starts=4)
+    checks = decisions(plan, levels_for(plan, {}, sd=0.005, drift=0.02), {})["aa_checks"]
+    assert checks[0]["check"] == "baseline halves" and checks[0]["status"] == "OK"  # drift is not a moved A/A

@@ -1,0 +1,60 @@
+"""Which requests of a run folder belong to a level: records carry their level (issue 26 item 1); rows of
+folders written before that are still read by their id's ``L<index>-`` prefix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.clirun import invoke
+
+from seatrial.experiment.sources import level_values
+from seatrial.runs import read_jsonl
+from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+
+
+def _row(request_id: str, ttft_ms: float, **extra: Any) -> dict[str, Any]:
+    return {"request_id": request_id, "phase": "measure", "concurrency": 2, "error": None, "ttft_ms": ttft_ms,
+            "tpot_ms": 1.0, "e2e_ms": 10.0, "itl_ms": [1.0], "output_tokens": 2, **extra}  # fmt: skip
+
+
+def _folder(tmp_path: Path, rows: list[dict[str, Any]]) -> Path:
+    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path
+
+
+def test_a_request_is_of_the_level_it_names(tmp_path: Path) -> None:
+    """The row's ``level`` decides, not its id: an accept probe (``P1-...``, no level) is of none."""
+    folder = _folder(tmp_path, [
+        _row("L0-00000", 5.0, level=0),
+        _row("L1-00000", 7.0, level=1),
+        _row("P1-control-00000", 9.0, level=None),
+        _row("renamed-00000", 11.0, level=1),  # an id that says nothing: the field still places it
+        _row("L1-warm-00000", 13.0, level=1, phase="warmup"),
+    ])  # fmt: skip
+    assert level_values(folder, 0, 2)["ttft_ms"] == [5.0]
+    assert level_values(folder, 1, 2)["ttft_ms"] == [7.0, 11.0]
+
+
+def test_rows_written_before_records_carried_their_level_are_read_by_their_id(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, [_row("L0-00000", 5.0), _row("L1-00000", 7.0), _row("L1-00001", 8.0),
+                                _row("P1-control-00000", 9.0)])  # fmt: skip
+    assert level_values(folder, 0, 2)["ttft_ms"] == [5.0]
+    assert level_values(folder, 1, 2)["ttft_ms"] == [7.0, 8.0]
+    assert level_values(folder, None, 2)["ttft_ms"] == [5.0, 7.0, 8.0, 9.0]  # before levels had an index
+
+
+def test_bench_writes_each_request_with_its_level(tmp_path: Path) -> None:
+    """Warm-up and measured requests of every level, from one client."""
+    with ThreadedServer(SyntheticConfig(itl_s=0.001, ttft_s=0.001)) as server:
+        result = invoke(["bench", "--url", server.url, "--workload", "random", "--input-len", "4", "--output-len", "2",
+                         "--concurrency", "1,2", "--requests", "6", "--warmup", "2", "--max-lag-ms", "500",
+                         "--out", str(tmp_path)])  # fmt: skip
+    assert result.code == 0, result.output
+    rows = read_jsonl(tmp_path / "requests.jsonl")
+    assert len(rows) == 2 * (6 + 2) and all(r["request_id"].startswith(f"L{r['level']}-") for r in rows)
+    assert sorted((r["level"], r["phase"]) for r in rows) == sorted(
+        (level, phase) for level in (0, 1) for phase, n in (("warmup", 2), ("measure", 6)) for _ in range(n)
+    )
+    assert [len(level_values(tmp_path, i, c)["ttft_ms"]) for i, c in ((0, 1), (1, 2))] == [6, 6]

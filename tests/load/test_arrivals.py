@@ -1,0 +1,152 @@
+"""Arrival shapes and a schedule that is kept (issue 24): gamma gaps of vLLM's burstiness, ramps of rates,
+a timed workload's own send times and conversation turns, and the lateness rule (on a fake sender: no
+HTTP)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+from tests.clirun import invoke
+from tests.pooled import sending
+
+from seatrial.load.config import LoadConfig
+from seatrial.load.distributed import split
+from seatrial.load.records import RequestRecord
+from seatrial.load.scheduler import LevelLoad, arrival_offsets_s, gaps_cv, ramp_rate, run_level
+from seatrial.load.validity import invalid_reasons, lateness
+from seatrial.load.workloads import RequestSpec
+
+
+@pytest.mark.parametrize("k", [0.25, 1.0, 4.0])
+def test_gamma_gaps_have_the_asked_rate_and_a_cv_of_one_over_root_k(k: float) -> None:
+    offsets = arrival_offsets_s(20_000, rate=50.0, arrival="gamma", seed=3, burstiness=k)
+    gaps = np.diff(offsets)
+    assert gaps.mean() == pytest.approx(1 / 50, rel=0.05)
+    assert gaps.std() / gaps.mean() == pytest.approx(1 / k**0.5, rel=0.05)
+    assert gaps_cv([t * 1000 for t in offsets]) == pytest.approx(gaps.std(ddof=1) / gaps.mean())
+
+
+def test_a_ramp_goes_from_its_first_rate_to_its_last() -> None:
+    """vLLM's formulas: linear R0 + (R1 - R0) p, exponential R0 (R1/R0)^p, p = i / (n - 1); with constant
+    gaps, the gap before request i is exactly 1 / rate(i)."""
+    n = 11
+    for kind, mid in (("linear", 5.5), ("exponential", 10**0.5)):
+        ramp = (kind, 1.0, 10.0)
+        assert [ramp_rate(ramp, i, n) for i in (0, 5, 10)] == pytest.approx([1.0, mid, 10.0])
+        offsets = arrival_offsets_s(n, 0.0, "constant", 0, ramp=ramp)
+        assert np.diff(offsets) == pytest.approx([1 / ramp_rate(ramp, i, n) for i in range(1, n)])
+    poisson = np.diff(arrival_offsets_s(4000, 0.0, "poisson", 1, ramp=("linear", 20.0, 20.0)))
+    assert poisson.mean() == pytest.approx(1 / 20, rel=0.05)  # a flat ramp is the plain process
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--ramp-up", "linear"], "needs --ramp-up-start R0 and --ramp-up-end R1"),
+        (["--ramp-up", "linear", "--ramp-up-start", "5", "--ramp-up-end", "2"], "need 0 < R0 <= R1"),
+        (["--ramp-up", "linear", "--ramp-up-start", "1", "--ramp-up-end", "2", "--rate", "3"], "leave out --rate"),
+        (["--ramp-up-start", "1"], "need --ramp-up linear|exponential"),
+        (["--arrival", "gamma", "--rate", "2", "--burstiness", "0"], "burstiness"),
+        (["--workload", "trace", "--trace", "x.jsonl"], "needs --trace FILE and --trace-format"),
+        (["--workload", "sessions", "--rate", "2"], "sends at its own times: leave out --rate"),
+        (["--trace-format", "csv"], "trace_format"),
+    ],
+)
+def test_bad_arrival_and_workload_flags_are_refused(flags: list[str], message: str) -> None:
+    result = invoke(["bench", "--url", "http://127.0.0.1:9", *flags])
+    assert result.code == 2 and message in result.output, result.output
+
+
+def _run(specs: list[RequestSpec], load: LevelLoad, hold_s: float) -> tuple[list[RequestRecord], dict[int, float]]:
+    ended: dict[int, float] = {}
+
+    async def send(spec: RequestSpec, rec: RequestRecord) -> RequestRecord:
+        start = time.perf_counter()
+        await asyncio.sleep(hold_s)
+        rec.output_tokens = spec.output_len
+        ended[int(rec.request_id.rsplit("-", 1)[1])] = rec.sent_ms + (time.perf_counter() - start) * 1000
+        return rec
+
+    records, _ = asyncio.run(run_level(specs, load, "measure", "t", send, lambda r: None))
+    return sorted(records, key=lambda r: r.request_id), ended
+
+
+def test_a_timed_level_sends_at_its_specs_times_and_a_turn_after_the_answer_and_the_think_time() -> None:
+    """Two conversations of three turns (turn k follows turn k-1) and one lone request at 0.12 s; each
+    answer takes 50 ms, the think time is 30 ms; conversation 1's first turn is due at 0.02 s."""
+    specs = [RequestSpec("p", 2, at_s=0.0, session=0, turn=0), RequestSpec("p", 2, at_s=0.0, after=0, session=0, turn=1),
+             RequestSpec("p", 2, at_s=0.0, after=1, session=0, turn=2),
+             RequestSpec("p", 2, at_s=0.02, session=1, turn=0), RequestSpec("p", 2, at_s=0.3, after=3, session=1, turn=1),
+             RequestSpec("p", 2, at_s=0.0, after=4, session=1, turn=2), RequestSpec("p", 2, at_s=0.12, trace_line=9)]  # fmt: skip
+    records, ended = _run(specs, LevelLoad(100, timed=True, think_s=0.03), hold_s=0.05)
+    assert [(r.session, r.turn, r.trace_line) for r in records] == [(s.session, s.turn, s.trace_line) for s in specs]
+    by = {int(r.request_id[2:]): r for r in records}
+    assert by[0].scheduled_ms == 0 and by[3].scheduled_ms == pytest.approx(20, abs=0.01)
+    assert by[6].scheduled_ms == pytest.approx(120, abs=0.01)
+    for turn, prev in ((1, 0), (2, 1), (5, 4)):  # due once the answer is back, plus 30 ms of thinking
+        assert by[turn].scheduled_ms >= ended[prev] + 30
+    assert by[4].scheduled_ms == pytest.approx(300, abs=0.01)  # its own time was later than its answer
+    assert all(r.sent_ms >= r.scheduled_ms for r in records)
+
+
+def test_a_session_stays_on_one_worker_and_keeps_its_order() -> None:
+    specs = [RequestSpec("p", 1, at_s=0.0, after=None if k == 0 else i - 1, session=s, turn=k)
+             for i, (s, k) in enumerate((s, k) for s in range(5) for k in range(3))]  # fmt: skip
+    shares = split(specs, LevelLoad(15, timed=True, think_s=0.1), 2, sending())
+    assert [sorted({specs[i].session for i in sh.indices}) for sh in shares] == [[0, 2, 4], [1, 3]]
+    for sh in shares:
+        assert sh.load.timed and sh.load.think_s == 0.1 and sh.load.offsets_s == [0.0] * len(sh.indices)
+        # each turn's previous turn is in the same share
+        assert all(sp.after is None or sp.after in sh.indices for sp in sh.specs)
+
+
+def _rec(i: int, scheduled: float, sent: float, cap: float = 0.0) -> RequestRecord:
+    r = RequestRecord(f"L0-{i:05d}", "measure", 4, expected_output_tokens=1, output_tokens=1)
+    r.scheduled_ms, r.sent_ms, r.cap_wait_ms = scheduled, sent, cap
+    return r
+
+
+def test_lateness_is_p50_p99_max_against_max_of_10_ms_and_5_percent_of_the_median_gap() -> None:
+    load = LoadConfig(rate=1.0, max_lag_ms=10_000, requests=100)
+    on_time = [_rec(i, i * 1000.0, i * 1000.0 + 2.0) for i in range(100)]  # 1 s apart, 2 ms late
+    late = lateness(on_time)
+    assert late is not None and late["p50_ms"] == pytest.approx(2.0) and late["max_ms"] == pytest.approx(2.0)
+    assert late["median_interarrival_ms"] == 1000.0 and late["threshold_ms"] == 50.0 and late["cause"] is None
+    assert not invalid_reasons(on_time, _delivery(), load, 100, closed_loop=False)
+    # 40 ms late: under 5% of a 1 s gap (50 ms), still valid; at 100 ms apart the floor is 10 ms: invalid
+    assert not invalid_reasons([_rec(i, i * 1000.0, i * 1000.0 + 40) for i in range(100)], _delivery(), load, 100, False)
+    close = [_rec(i, i * 100.0, i * 100.0 + 40) for i in range(100)]
+    reasons = invalid_reasons(close, _delivery(), load, 100, closed_loop=False)
+    assert any(r.startswith("send lateness p99 40.0 ms > 10.0 ms") and "the client was late" in r for r in reasons)
+    assert not invalid_reasons(close, _delivery(), load, 100, closed_loop=True)  # a closed loop has no schedule
+
+
+def test_lateness_from_the_max_concurrency_cap_is_reported_as_the_cap_s() -> None:
+    load = LoadConfig(rate=10.0, max_concurrency=2, max_lag_ms=10_000, requests=100)
+    held = [_rec(i, i * 100.0, i * 100.0 + 80.0 + 1.0, cap=80.0) for i in range(100)]
+    late = lateness(held)
+    assert late is not None and late["cause"] == "max-concurrency" and late["cap_wait_ms_p99"] == 80.0
+    assert late["client_ms_p99"] == pytest.approx(1.0) and late["late_requests"] == 100
+    (reason,) = invalid_reasons(held, _delivery(), load, 2, closed_loop=False)
+    assert "caused by --max-concurrency 2: they waited for a free slot (p99 80.0 ms)" in reason
+
+
+def _delivery():  # type: ignore[no-untyped-def]
+    from seatrial.load.scheduler import Delivery
+
+    return Delivery()
+
+
+def test_a_real_open_loop_on_the_fake_sender_keeps_its_schedule() -> None:
+    """An uncapped constant 100/s level of 50 requests: sent on time (lateness p99 far below 10 ms on an
+    idle loop; the figure itself is the benchmark's, benchmarks/replay_fidelity.py)."""
+    specs = [RequestSpec("p", 1) for _ in range(50)]
+    t = time.perf_counter()
+    records, _ = _run(specs, LevelLoad(50, 100.0, "constant"), hold_s=0.01)
+    assert time.perf_counter() - t >= 0.49
+    late = lateness(records)
+    assert late is not None and late["median_interarrival_ms"] == pytest.approx(10.0)
+    assert late["p50_ms"] >= 0 and late["cap_wait_ms_max"] == 0.0

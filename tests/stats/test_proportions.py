@@ -1,0 +1,52 @@
+"""Wilson intervals, plain and cluster-aware (seatrial.stats.proportions)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from seatrial.stats.proportions import batches, design_effect, share_ci, wilson
+
+
+def test_wilson_matches_the_textbook_values() -> None:
+    # Newcombe (1998), method 3: 81 of 263 -> [0.2553, 0.3662]; 9 of 10 -> [0.5958, 0.9821]
+    assert wilson(81, 263) == pytest.approx((0.2553, 0.3662), abs=5e-4)
+    assert wilson(9, 10) == pytest.approx((0.5958, 0.9821), abs=5e-4)
+    lo, hi = wilson(10, 10)
+    assert hi == pytest.approx(1.0) and 0.69 < lo < 0.73  # stays informative at p = 1, where Wald collapses to a point
+
+
+def test_clusters_that_agree_keep_the_design_effect_at_one_and_clusters_that_differ_widen_it() -> None:
+    same = share_ci([45, 45, 45, 45, 45], [50] * 5)
+    assert same.deff == 1.0 and same.ci[0] < wilson(225, 250)[0] < wilson(225, 250)[1] < same.ci[1]
+    apart = share_ci([50, 50, 40, 40, 45], [50] * 5)
+    assert apart.deff > 1.5 and apart.n_eff < 250
+    assert apart.ci[0] < same.ci[0] and apart.ci[1] > same.ci[1] and apart.share == same.share
+    assert "clustered" in apart.method and share_ci([9], [10]).method == "wilson"
+
+
+def test_design_effect_needs_enough_clusters_and_batches_keep_order() -> None:
+    assert design_effect([5, 0, 5], [5, 5, 5]) == 1.0  # three clusters cannot estimate it
+    good, total = batches([True] * 6 + [False] * 4, 5)
+    assert total == [2, 2, 2, 2, 2] and good == [2, 2, 2, 0, 0]
+
+
+def test_clustered_interval_covers_autocorrelated_outcomes_where_the_plain_one_does_not() -> None:
+    """Outcomes in runs (a queue that stays long, then clears): the plain interval undercovers."""
+    rng = np.random.default_rng(7)
+    p, n, covered_plain, covered_clustered = 0.85, 200, 0, 0
+    stay = 0.97  # a good request is followed by a good one w.p. 0.97; a bad one by a good one w.p. back
+    back = (1 - stay) * p / (1 - p)  # so that the chain's stationary share of good requests is p
+    trials = 400
+    for _ in range(trials):
+        state, out = rng.random() < p, []
+        for _ in range(n):
+            state = rng.random() < (stay if state else back)
+            out.append(state)
+        g, t = batches(out, 10)
+        true_share = p  # the chain's stationary share
+        lo, hi = wilson(sum(out), n)
+        covered_plain += lo <= true_share <= hi
+        c = share_ci(g, t)
+        covered_clustered += c.ci[0] <= true_share <= c.ci[1]
+    assert covered_clustered > covered_plain

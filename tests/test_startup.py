@@ -1,0 +1,39 @@
+"""Start-up: each command imports only what it uses (``--help`` imports no capability), and what seatrial
+sets for itself (numpy's BLAS threads) never reaches the processes it starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from seatrial import childenv
+from seatrial.cli.app import COMMANDS
+
+
+def test_quiet_blas_stays_out_of_children(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setattr(childenv, "_SET", {})
+    childenv.quiet_blas()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    assert "OPENBLAS_NUM_THREADS" not in childenv.child_environ({"X": "1"})
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")  # the user's own choice is theirs, and travels
+    assert childenv.child_environ()["OPENBLAS_NUM_THREADS"] == "4"
+
+
+HEAVY = ("numpy", "aiohttp", "matplotlib", "jinja2", "scipy", "ml_dtypes", "torch", "ray", "seatrial.load.bench",
+         "asyncio", "rich.progress", "seatrial.runs.levels", "seatrial.runs.summaries.bench")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_imports_no_heavy_library(command: str) -> None:
+    code = (
+        f"import sys; sys.argv = ['seatrial', {command!r}, '--help']\n"
+        "from seatrial.cli.app import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]", out[-500:]
