@@ -119,7 +119,7 @@ def guidellm(url: str, a: argparse.Namespace, binary: str, tmp: Path) -> None:
     g_spent = sum((b.get("scheduler_state") or {}).get("processed_requests", 0) for b in g.get("benchmarks", []))
     print(f"concurrency mode ({a.slots} slots; SLO ttft_ms <= {a.slo_ms:g} for {a.attainment:.0%}):")
     print(f"  seatrial capacity   {c['capacity']['concurrency']} users (first not shown to meet: "
-          f"{c['capacity']['first_failing_concurrency']}), {spent} requests")
+          f"{c['capacity']['upper_concurrency']}), {spent} requests")
     print(f"  guidellm goodput    {concl.get('best_passing_streams')} streams (lowest failing "
           f"{concl.get('lowest_failing_streams')}), {g_spent} requests, {took:.0f} s")
 

@@ -13,11 +13,11 @@ import pytest
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 from seatrial.server.engine import LocalEngine, engine_venv, make_tiny_model
-from seatrial.server.process import free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # makes ``tests.*`` helpers importable
 
 from tests.engine_fixtures import start_engine
+from tests.ports import quiet_port
 from tests.ray_cluster import RayCluster, start_cluster
 
 
@@ -40,10 +40,11 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def vllm_server(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Iterator[LocalEngine]:
     """Real vLLM on CPU: tiny random model, --max-num-seqs 4, prefix caching on, 1 GiB KV; it exports
     per-request spans to ``engine.spec.otlp_endpoint`` (a loopback port chosen now), where a test that
-    wants them listens (``--otlp-listen``). With nobody there the exporter's posts fail (a few warnings in
+    wants them listens (``--otlp-listen``). The port lies below the ephemeral range (``quiet_port``): a
+    port from ``bind(0)`` was once handed to another test's server before the spans test bound it. With nobody there the exporter's posts fail (a few warnings in
     the engine's log); benchmarks/tracing_cost.py found no cost to throughput or TTFT above the round-to-round
     noise of this shared machine, with or without a receiver."""
-    otlp = f"http://127.0.0.1:{free_port()}/v1/traces"
+    otlp = f"http://127.0.0.1:{quiet_port()}/v1/traces"
     engine = start_engine(tmp_path_factory.mktemp("vllm"), tiny_model, max_num_seqs=4, otlp_endpoint=otlp)
     yield engine
     engine.stop()

@@ -78,8 +78,10 @@ def test_capacity_finds_a_lower_bound_with_every_probe_judged_by_its_interval(se
         want = "MEETS" if lo >= 0.8 else "MISSES" if hi < 0.8 else "INCONCLUSIVE"
         assert p["verdict"] in (want, "INVALID"), p
     met = [p["rate_req_s"] for p in probes if p["verdict"] == "MEETS"]
-    assert cap["rate_req_s"] == max(x for x in met if x < (cap["first_failing_rate_req_s"] or 1e9))
-    assert cap["first_failing_rate_req_s"] is None or cap["first_failing_rate_req_s"] > cap["rate_req_s"]
+    assert cap["rate_req_s"] == max(x for x in met if x < (cap["upper_rate_req_s"] or 1e9))
+    assert cap["upper_rate_req_s"] is None or cap["upper_rate_req_s"] > cap["rate_req_s"]
+    missed = [p["rate_req_s"] for p in probes if p["verdict"] == "MISSES"]
+    assert cap["first_failing_rate_req_s"] == (min(missed) if missed else None)
     assert cap["rate_req_s"] < 4 / 0.105  # never above what 4 slots can serve at all
     assert s["per_gpu"]["req_s"] == pytest.approx(cap["rate_req_s"] / 2)
     tok = cap["output_tok_s"]

@@ -50,7 +50,9 @@ def bench_at(url: str, rate: float, slo: str, folder: Path) -> dict[str, Any]:
 def test_rate_capacity_is_met_below_it_and_missed_above_it(
     vllm_server: LocalEngine, slo: str, one_user: dict[str, Any], tmp_path: Path
 ) -> None:
-    start = 0.5 * 4 / (one_user["e2e_ms"]["p50"] / 1000)  # half of what 4 slots could serve
+    # what 4 slots could serve at one user's speed: more than they serve at all (a batch of 4 runs slower
+    # per request here), so the first probe MISSES and first_failing names a load that truly failed
+    start = 4 / (one_user["e2e_ms"]["p50"] / 1000)
     r = invoke(["capacity", "--url", vllm_server.url, *WORKLOAD, "--slo", slo, "--attainment", "0.8",
                 "--confidence", "0.9", "--start", f"{start:.2f}", "--precision", "0.5", "--probe-requests", "30",
                 "--max-probe-requests", "60", "--out", str(tmp_path / "cap"), "--json", str(tmp_path / "c.json")])  # fmt: skip
@@ -58,6 +60,7 @@ def test_rate_capacity_is_met_below_it_and_missed_above_it(
     s = json.loads((tmp_path / "c.json").read_text())
     cap = s["capacity"]
     assert cap["found"] and cap["first_failing_rate_req_s"] is not None, s["capacity"]
+    assert cap["upper_rate_req_s"] <= cap["first_failing_rate_req_s"], s["capacity"]
     assert s["limit"]["classification"] in ("QUEUE_SATURATION", "KV_PRESSURE", "THROUGHPUT_PLATEAU", "SLO_CLIFF")
     bound = {"ttft_ms": float(slo.split(":")[1])}
     below = bench_at(vllm_server.url, 0.8 * cap["rate_req_s"], slo, tmp_path / "below")

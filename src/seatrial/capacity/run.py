@@ -95,12 +95,15 @@ class CapacityRun:
         found = search.lower is not None
         at_cap = next((p for p in self.probes if found and p.load == search.lower and p.verdict == "MEETS"), None)
         rate = c.mode == "rate"
+        failing = min((p.load for p in self.probes if p.verdict == "MISSES"), default=None)
         cap = Capacity(
             mode=c.mode,
             rate_req_s=search.lower if rate else None,
             concurrency=round(search.lower) if found and not rate and search.lower else None,
-            first_failing_rate_req_s=search.upper if rate else None,
-            first_failing_concurrency=round(search.upper) if search.upper is not None and not rate else None,
+            first_failing_rate_req_s=failing if rate else None,
+            first_failing_concurrency=round(failing) if failing is not None and not rate else None,
+            upper_rate_req_s=search.upper if rate else None,
+            upper_concurrency=round(search.upper) if search.upper is not None and not rate else None,
             output_tok_s=at_cap.output_tok_s if at_cap else None,
             attainment_target=c.attainment,
             slo=c.slo,

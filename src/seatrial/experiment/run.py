@@ -253,7 +253,7 @@ class Experiment:
             c = found.capacity
             value = c.rate_req_s if c.mode == "rate" else c.concurrency
             ok = c.found and not any(p.verdict == "INVALID" for p in found.probes)
-            upper = c.first_failing_rate_req_s if c.mode == "rate" else c.first_failing_concurrency
+            upper = c.upper_rate_req_s if c.mode == "rate" else c.upper_concurrency
             out[name] = {"value": value if ok else None, "unit": "req/s" if c.mode == "rate" else "users",
                          "bracket": [value, upper], "line": capacity_line(found),
                          "reason": None if ok else c.stop_reason}  # fmt: skip

@@ -38,8 +38,12 @@ def capacity_line(s: CapacitySummary) -> str:
     if not c.found:
         return f"no capacity: no probe met {rule}"
     load = f"{c.rate_req_s:g} req/s" if c.mode == "rate" else f"{c.concurrency} users"
-    failing = c.first_failing_rate_req_s if c.mode == "rate" else c.first_failing_concurrency
-    beyond = f", first load not shown to meet it {failing:g}" if failing is not None else " (no failing probe)"
+    rate = c.mode == "rate"
+    upper = c.upper_rate_req_s if rate else c.upper_concurrency
+    failing = c.first_failing_rate_req_s if rate else c.first_failing_concurrency
+    beyond = f", first load not shown to meet it {upper:g}" if upper is not None else " (no probe above it)"
+    if failing is not None and failing != upper:
+        beyond += f", first that missed it {failing:g}"
     return f"capacity {load}{beyond}: {rule}; {num(c.output_tok_s)} output tok/s there"
 
 

@@ -57,8 +57,12 @@ class Capacity(SummaryModel):
     mode: Literal["rate", "concurrency"]
     rate_req_s: float | None = None
     concurrency: int | None = None
+    # the lowest load that MISSED (its attainment's upper bound below the target)
     first_failing_rate_req_s: float | None = None
     first_failing_concurrency: int | None = None
+    # the bracket's upper end: the lowest load not shown to meet (MISSES, or INCONCLUSIVE at its most requests)
+    upper_rate_req_s: float | None = None
+    upper_concurrency: int | None = None
     output_tok_s: float | None = None
     attainment_target: float
     slo: dict[str, float]
