@@ -1,5 +1,5 @@
 """Start-up: each command imports only what it uses (``--help`` imports no capability), and what seatrial
-sets for itself (numpy's BLAS threads) never reaches the processes it starts."""
+sets for itself (numpy's BLAS threads, pydantic's plugin scan) never reaches the processes it starts."""
 
 from __future__ import annotations
 
@@ -13,18 +13,21 @@ from seatrial import childenv
 from seatrial.cli.app import COMMANDS
 
 
-def test_quiet_blas_stays_out_of_children(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_quiet_blas_and_plugins_stay_out_of_children(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
     monkeypatch.setattr(childenv, "_SET", {})
     childenv.quiet_blas()
-    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
-    assert "OPENBLAS_NUM_THREADS" not in childenv.child_environ({"X": "1"})
+    childenv.quiet_plugins()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1" and os.environ["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
+    child = childenv.child_environ({"X": "1"})
+    assert "OPENBLAS_NUM_THREADS" not in child and "PYDANTIC_DISABLE_PLUGINS" not in child and child["X"] == "1"
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")  # the user's own choice is theirs, and travels
     assert childenv.child_environ()["OPENBLAS_NUM_THREADS"] == "4"
 
 
 HEAVY = ("numpy", "aiohttp", "matplotlib", "jinja2", "scipy", "ml_dtypes", "torch", "ray", "seatrial.load.bench",
-         "asyncio", "rich.progress", "seatrial.runs.levels", "seatrial.runs.summaries.bench")
+         "asyncio", "rich", "seatrial.runs.levels", "seatrial.runs.summaries.bench")
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
-from seatrial.cli.common import console, emit_json, out, parse_name_list, verdict_exit
+from seatrial.cli.common import console, emit_json, escape, out, parse_name_list, verdict_exit
 from seatrial.cli.options import settings_from, with_settings
 from seatrial.cli.progress import LiveProgress, verdict_sheet
 from seatrial.errors import ConfigError, RunInterrupted

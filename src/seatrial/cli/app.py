@@ -32,6 +32,7 @@ def build_app(commands: tuple[str, ...] = COMMANDS) -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
+        rich_markup_mode=None,  # plain help (click's formatter): rich's costs ~0.12 s of every start
     )
 
     @app.callback()
@@ -69,9 +70,10 @@ def _audit_early(argv: list[str]) -> None:
 
 
 def main() -> None:
-    from seatrial.childenv import quiet_blas
+    from seatrial.childenv import quiet_blas, quiet_plugins
 
     quiet_blas()
+    quiet_plugins()
     wanted = sys.argv[1] if len(sys.argv) > 1 else ""
     _audit_early(sys.argv)
     from seatrial.cli.common import run_cli

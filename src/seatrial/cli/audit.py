@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
 from seatrial.cli.common import emit_json, out
 
@@ -47,6 +46,8 @@ def render(report: AuditReport) -> None:
         f"labelled {report.declared.label} ({report.declared.source})",
         highlight=False,
     )
+    from rich.table import Table
+
     table = Table("component", "GiB", "share", "params", "formats", "tensors")
     for c in report.components:
         formats = ", ".join(f"{k} {v / GIB:.2f}" for k, v in sorted(c.formats.items(), key=lambda kv: -kv[1]))

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
-from seatrial.cli.common import console, emit_json, out
+from seatrial.cli.common import console, emit_json, escape, out
 from seatrial.cli.options import settings_from, with_settings
 from seatrial.cli.progress import LiveProgress, rich_table
 from seatrial.errors import RunInterrupted, config_errors

@@ -7,19 +7,47 @@ import sys
 import traceback
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from seatrial.errors import ConfigError, SeatrialError
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 INTERNAL_ERROR_EXIT = 70  # EX_SOFTWARE: a bug in seatrial, never a verdict (1) or bad input (2)
 
-console = Console(stderr=True, soft_wrap=True)  # a message is one line, whatever its paths: grep finds it
+
+class LazyConsole:
+    """A rich Console made on first use: importing rich costs about 50 ms that ``--help`` never needs.
+    Attribute access reaches the Console; :meth:`get` gives the Console itself (for rich's own widgets)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self._console: Console | None = None
+
+    def get(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._kwargs)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.get(), name)
+
+
+def escape(text: str) -> str:
+    """``text`` with rich markup escaped (rich imported on first use)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+console = LazyConsole(stderr=True, soft_wrap=True)  # a message is one line, whatever its paths: grep finds it
 # Tables stay readable when stdout is a file or a pipe (CI logs, evidence files).
-out = Console(width=None if sys.stdout.isatty() else 160)
+out = LazyConsole(width=None if sys.stdout.isatty() else 160)
 
 
 def run_cli(app: typer.Typer) -> None:

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
 from seatrial.cli.common import console, emit_json, out
 from seatrial.errors import ConfigError, as_flag, config_errors
@@ -95,7 +94,7 @@ def register(app: typer.Typer) -> None:
             TransferSpeedColumn(),
             TimeRemainingColumn(),
         )
-        with Progress(*columns, console=console, transient=True) as bar:
+        with Progress(*columns, console=console.get(), transient=True) as bar:
             result = convert_checkpoint(opts, _RichBytes(bar))
         print_result(result)
         emit_json(json_path, result.model_dump(mode="json"))
@@ -117,6 +116,8 @@ def print_result(result: ConvertResult) -> None:
     """Seed 000's fidelity table per converted table, then sizes and files."""
     for table in result.tables:
         fid = table.fidelity
+        from rich.table import Table
+
         grid = Table(title=f"{table.name}: {table.source_dtype} -> FP8 E4M3FN, scale {table.scale!r}")
         grid.add_column("metric")
         grid.add_column("value", justify="right")

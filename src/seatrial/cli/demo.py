@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
-from seatrial.cli.common import console, emit_json, out
+from seatrial.cli.common import console, emit_json, escape, out
 
 
 def demo(

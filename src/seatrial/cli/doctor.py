@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from seatrial.cli.common import console, emit_json, out, write_folder
+from seatrial.cli.common import console, emit_json, escape, out, write_folder
 from seatrial.cli.progress import rich_table
 
 

@@ -41,7 +41,7 @@ class _GuardGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-guard_app = typer.Typer(cls=_GuardGroup, add_completion=False)
+guard_app = typer.Typer(cls=_GuardGroup, add_completion=False, rich_markup_mode=None)
 
 
 def _config(values: dict[str, Any]) -> GuardConfig:

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table as RichTable
 
 from seatrial.cli.common import console, emit_json, out, parse_name_list, verdict_exit, write_folder
 from seatrial.cli.progress import table_text, verdict_sheet
@@ -16,6 +15,8 @@ from seatrial.runs import counts_line
 from seatrial.runs.hwsheet import sheet_table
 
 if TYPE_CHECKING:
+    from rich.table import Table as RichTable
+
     from seatrial.hw import HwRun
 
 

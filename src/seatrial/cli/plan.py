@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
 from seatrial.cli.common import emit_json, out, parse_int_list, parse_name_list
 
@@ -94,6 +93,8 @@ def render(result: PlanResult) -> None:
         out.print(f"[{_STYLE[f.severity]}]{f.severity:<7}[/] {f.code}: {f.message}", highlight=False)
     if result.search is None:
         return
+    from rich.table import Table
+
     table = Table("nodes", "TP", "PP", "DP", "EP", "weights GiB/rank", "KV tokens", "max conc.", "verdict")
     for row in result.search:
         table.add_row(

@@ -1,7 +1,7 @@
 """Live console progress for load runs (rich), and the end-of-run level table.
 
 Every command's module imports this one at ``--help``: the level tables' layer (``runs.levels`` and the
-summary models, about 0.1 s) and rich's progress bars are imported where they are used, not here."""
+summary models, about 0.1 s) and rich (about 50 ms) are imported where they are used, not here."""
 
 from __future__ import annotations
 
@@ -9,14 +9,11 @@ import io
 import time
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table as RichTable
-from rich.text import Text
-
-from seatrial.cli.common import console
+from seatrial.cli.common import console, escape
 
 if TYPE_CHECKING:
+    from rich.table import Table as RichTable
+
     from seatrial.load.records import RequestRecord
     from seatrial.runs.summaries.bench import LevelSummary
     from seatrial.runs.table import Table
@@ -35,7 +32,7 @@ class LiveProgress:
             TextColumn("{task.fields[tok_s]:>9} tok/s"),
             TextColumn("errors {task.fields[errors]}"),
             TimeElapsedColumn(),
-            console=console,
+            console=console.get(),
             transient=False,
             refresh_per_second=2,
             # No live bar (and no refresh thread competing with the load loop for the GIL) when
@@ -89,6 +86,9 @@ VERDICT_STYLES = {
 def verdict_sheet(table: Table) -> RichTable:
     """A table of verdicts (hw's sheet, accept's trials) for the console: cells as plain text (reasons hold
     brackets that rich markup would eat), each verdict word in its colour, long cells folded."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
     out = RichTable(title=table.title, show_lines=False)
     for col in table.columns:
         out.add_column(col, overflow="fold")
@@ -99,6 +99,8 @@ def verdict_sheet(table: Table) -> RichTable:
 
 def table_text(table: RichTable, width: int = 160) -> str:
     """A console table as plain text, as ``seatrial`` prints it (for evidence files such as table.txt)."""
+    from rich.console import Console
+
     console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
     console.print(table)
     return console.export_text()
@@ -106,6 +108,9 @@ def table_text(table: RichTable, width: int = 160) -> str:
 
 def rich_table(table: Table) -> RichTable:
     """A :class:`seatrial.runs.table.Table` for the console; rows not ok are red."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
     out = RichTable(title=table.title, title_justify="left", header_style="bold")
     for i, col in enumerate(table.columns):
         out.add_column(col, justify="left" if i == 0 or col == "valid" else "right")

@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.live import Live
-from rich.table import Table as RichTable
 
 from seatrial.cli.common import console, emit_json, out, write_folder
 from seatrial.cli.progress import rich_table
@@ -19,10 +17,14 @@ class StreamView:
     """Bytes, MB/s per stream and in all, and the ETA, refreshed while the streams run."""
 
     def __init__(self) -> None:
-        self.live = Live(console=console, refresh_per_second=2, transient=True)
+        from rich.live import Live
+
+        self.live = Live(console=console.get(), refresh_per_second=2, transient=True)
         self.started = time.monotonic()
 
     def __call__(self, dest: str, streams: list[Any]) -> None:
+        from rich.table import Table as RichTable
+
         table = RichTable(title=f"-> {dest}", title_justify="left")
         for col in ("stream", "files", "bytes", "done", "MB/s"):
             table.add_column(col, justify="right")
