@@ -31,7 +31,7 @@ import yaml
 from tests.clirun import invoke
 
 from seatrial.guard.history import read_history
-from seatrial.server.engine import FAST_START, SERVE_NICE, LocalEngine, engine_python
+from seatrial.server.engine import FAST_START, FAST_START_ENV, SERVE_NICE, LocalEngine, engine_python
 
 pytestmark = pytest.mark.engine
 
@@ -57,7 +57,7 @@ def plan(model: Path, broken_build: Path, slo_ms: float) -> dict[str, Any]:
              "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "{port}", "--max-model-len", "1024",
              "--load-format", "dummy", *FAST_START]  # fmt: skip
     return {
-        "serve": {"command": serve, "env": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "ready_timeout_s": 600,
+        "serve": {"command": serve, "env": {"VLLM_CPU_KVCACHE_SPACE": "1", **FAST_START_ENV}, "ready_timeout_s": 600,
                   "stop_grace_s": 45, "guard": {"min_available_gib": 1}, "nice": SERVE_NICE},
         "baseline": {"name": "seqs-1", "args": ["--max-num-seqs", "1"]},
         "treatments": [

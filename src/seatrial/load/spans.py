@@ -8,6 +8,13 @@ most ``flush_s`` (the engine exports in batches: vLLM's default is every 5 s); a
 no span at all from the server, in this level or any earlier one, is UNAVAILABLE with the reason, and later
 levels then do not wait. Spans that match no request of the run are counted (``unmatched``), as are
 requests without a span; nothing is dropped silently.
+
+An engine that carries the ``traceparent`` over (vLLM does) gives every span of this run one of the run's
+trace ids. Once one span has come back so, a span with any other trace id is another run's (``other_runs``:
+an exporter still retrying an earlier run's batch when this run's receiver came up), even where its request
+id is one of this run's (every run names its requests L0-00000, ...); it is never joined. Until then a span
+whose request id is ours but whose trace id is not waits, and joins by its request id only when the level's
+wait ends with no span of ours by trace id (an engine that makes its own trace ids).
 """
 
 from __future__ import annotations
@@ -65,6 +72,9 @@ class SpanBook:
         self._keys: dict[str, str] = {}  # span id or "trace:<hex>" -> record id
         self._loose: list[ServerSpan] = []  # spans whose request was not (yet) known
         self._late = self._duplicates = 0
+        self._other_runs: list[ServerSpan] = []
+        self._trace_ids: set[str] = set()
+        self._propagates = False  # a span came back with one of this run's trace ids
         self._silent = False  # a level's whole wait brought no span: the server sends none
 
     def sent(self, rec: RequestRecord) -> None:
@@ -72,16 +82,25 @@ class SpanBook:
         self._sent[rec.request_id] = _Sent(rec)
         for key in span_ids(rec.request_id):
             self._keys.setdefault(key, rec.request_id)
-        self._keys[f"trace:{trace_id(self.salt, rec.request_id)}"] = rec.request_id
+        tid = trace_id(self.salt, rec.request_id)
+        self._keys[f"trace:{tid}"] = rec.request_id
+        self._trace_ids.add(tid)
 
-    def _collect(self) -> None:
+    def _collect(self, by_id_alone: bool = False) -> None:
+        """Take the receiver's spans and join each to its request (``by_id_alone``: a span whose trace id is
+        not ours joins by its request id too, as long as no span came back with one of ours)."""
         spans, self._loose = self._loose + self.receiver.take(), []
+        self._propagates = self._propagates or any(s.trace_id in self._trace_ids for s in spans)
         for span in spans:
+            ours = span.trace_id in self._trace_ids
+            if self._propagates and not ours:
+                self._other_runs.append(span)
+                continue
             rid = self._keys.get(span.request_id or "")
             by_trace = rid is None
             rid = rid or self._keys.get(f"trace:{span.trace_id}")
             entry = self._sent.get(rid) if rid else None
-            if entry is None:
+            if entry is None or not (ours or by_id_alone):
                 self._loose.append(span)
             elif entry.span is not None:
                 self._duplicates += 1  # n > 1 gives several spans with one id: the first is kept
@@ -99,6 +118,7 @@ class SpanBook:
             self._collect()
             waited = time.monotonic() - start
             if not self._missing(records) or self._silent or waited >= self.flush_s:
+                self._collect(by_id_alone=True)
                 return waited
             await asyncio.sleep(POLL_S)
 
@@ -134,11 +154,12 @@ class SpanBook:
         warm = sum(1 for e in entries if e.span is not None and e.record.phase == "warmup")
         outside = sum(1 for e in entries if e.span is not None and e.record.phase == "measure" and not e.joined)
         ids = [s.request_id or f"trace {s.trace_id}" for s in self._loose]
+        others = [s.request_id or f"trace {s.trace_id}" for s in self._other_runs]
         return SpanCounts(
             endpoint=self.receiver.endpoint, flush_bound_s=self.flush_s, posts=c.posts, spans=c.spans,
             other_spans=c.other_spans, refused=c.refused, last_refusal=c.last_refusal,
             joined=measured - self._late, warmup=warm, outside_levels=outside, late=self._late,
-            duplicates=self._duplicates,
+            duplicates=self._duplicates, other_runs=len(others), other_runs_ids=others[:UNMATCHED_SHOWN],
             unmatched=len(self._loose), unmatched_ids=ids[:UNMATCHED_SHOWN],
         )  # fmt: skip
 

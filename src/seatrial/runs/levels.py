@@ -153,10 +153,13 @@ def span_lines(spans: SpanCounts | None) -> list[str]:
         f"spans at {spans.endpoint}: {spans.spans} llm_request spans in {spans.posts} posts ({spans.other_spans} "
         f"of other names); joined {spans.joined}, warm-up {spans.warmup}, outside levels {spans.outside_levels}, "
         f"late {spans.late}, duplicates "
-        f"{spans.duplicates}, unmatched {spans.unmatched}; flush wait at most {spans.flush_bound_s:g} s per level"
+        f"{spans.duplicates}, other runs {spans.other_runs}, unmatched {spans.unmatched}; flush wait at most {spans.flush_bound_s:g} s per level"
     ]
     if spans.unmatched:
         lines.append(f"{spans.unmatched} spans match no request of this run, e.g. {', '.join(spans.unmatched_ids)}")
+    if spans.other_runs:
+        lines.append(f"{spans.other_runs} spans of another run (the engine carries this run's trace ids; theirs are "
+                     f"others: an exporter still sending an earlier run's), e.g. {', '.join(spans.other_runs_ids)}")
     if spans.refused:
         lines.append(f"{spans.refused} posts refused, the last: {spans.last_refusal}")
     return lines

@@ -24,6 +24,11 @@ SERVE_NICE = 19
 #: vLLM flags that start a tiny CPU model 2-3x sooner: eager mode (no inductor compile) and the
 #: uni-process executor (the model runs in the engine core's process, no worker process to import vLLM)
 FAST_START = ["--enforce-eager", "--distributed-executor-backend", "uni"]
+#: ... and the environment that lets the uni executor stand: vLLM 0.32's CPU platform turns ``uni`` back
+#: into ``mp`` (a worker process, for its OpenMP core binding) unless V1 multiprocessing is off. Off, the API
+#: server still runs the engine core in a process of its own (AsyncLLM always does); the model then runs in
+#: that process. Measured on the 2-core host: ready in 41 s instead of 60 s (one import of vLLM fewer).
+FAST_START_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 
 def engine_venv() -> Path:
@@ -71,7 +76,7 @@ class EngineSpec:
 
     def env(self) -> dict[str, str]:
         env = {"VLLM_CPU_KVCACHE_SPACE": f"{self.kv_cache_gib:g}", "VLLM_LOGGING_LEVEL": "INFO"}
-        return env | (tracing_env() if self.otlp_endpoint else {})
+        return env | (FAST_START_ENV if self.fast_start else {}) | (tracing_env() if self.otlp_endpoint else {})
 
     def argv(self, port: int) -> list[str]:
         args = [

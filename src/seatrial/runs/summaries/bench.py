@@ -336,7 +336,8 @@ class ClientPool(SummaryModel):
 class SpanCounts(SummaryModel):
     """The OTLP receiver over the whole run (``--otlp-listen``): what arrived, and where each span went:
     joined to a measured request, to a warm-up request, to a request sent outside a measured level (accept's
-    probes), late (its request's level was already summarized), or ``unmatched`` (no request of this run
+    probes), late (its request's level was already summarized), another run's (``other_runs``: the engine
+    carries this run's trace ids and the span has none of them), or ``unmatched`` (no request of this run
     has its id; the first few ids in ``unmatched_ids``)."""
 
     endpoint: str
@@ -351,6 +352,8 @@ class SpanCounts(SummaryModel):
     outside_levels: int = 0
     late: int = 0
     duplicates: int = 0
+    other_runs: int = 0
+    other_runs_ids: list[str] = Field(default_factory=list)
     unmatched: int = 0
     unmatched_ids: list[str] = Field(default_factory=list)
 
