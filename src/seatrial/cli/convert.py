@@ -114,10 +114,10 @@ def _embedding_pattern(value: str) -> str | None:
 
 def print_result(result: ConvertResult) -> None:
     """Seed 000's fidelity table per converted table, then sizes and files."""
+    from rich.table import Table
+
     for table in result.tables:
         fid = table.fidelity
-        from rich.table import Table
-
         grid = Table(title=f"{table.name}: {table.source_dtype} -> FP8 E4M3FN, scale {table.scale!r}")
         grid.add_column("metric")
         grid.add_column("value", justify="right")

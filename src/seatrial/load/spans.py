@@ -73,7 +73,6 @@ class SpanBook:
         self._loose: list[ServerSpan] = []  # spans whose request was not (yet) known
         self._late = self._duplicates = 0
         self._other_runs: list[ServerSpan] = []
-        self._trace_ids: set[str] = set()
         self._propagates = False  # a span came back with one of this run's trace ids
         self._silent = False  # a level's whole wait brought no span: the server sends none
 
@@ -82,17 +81,19 @@ class SpanBook:
         self._sent[rec.request_id] = _Sent(rec)
         for key in span_ids(rec.request_id):
             self._keys.setdefault(key, rec.request_id)
-        tid = trace_id(self.salt, rec.request_id)
-        self._keys[f"trace:{tid}"] = rec.request_id
-        self._trace_ids.add(tid)
+        self._keys[f"trace:{trace_id(self.salt, rec.request_id)}"] = rec.request_id
+
+    def _ours(self, span: ServerSpan) -> bool:
+        """The span carries one of this run's trace ids."""
+        return f"trace:{span.trace_id}" in self._keys
 
     def _collect(self, by_id_alone: bool = False) -> None:
         """Take the receiver's spans and join each to its request (``by_id_alone``: a span whose trace id is
         not ours joins by its request id too, as long as no span came back with one of ours)."""
         spans, self._loose = self._loose + self.receiver.take(), []
-        self._propagates = self._propagates or any(s.trace_id in self._trace_ids for s in spans)
+        self._propagates = self._propagates or any(self._ours(s) for s in spans)
         for span in spans:
-            ours = span.trace_id in self._trace_ids
+            ours = self._ours(span)
             if self._propagates and not ours:
                 self._other_runs.append(span)
                 continue
@@ -153,15 +154,19 @@ class SpanBook:
         measured = sum(1 for e in entries if e.span is not None and e.record.phase == "measure" and e.joined)
         warm = sum(1 for e in entries if e.span is not None and e.record.phase == "warmup")
         outside = sum(1 for e in entries if e.span is not None and e.record.phase == "measure" and not e.joined)
-        ids = [s.request_id or f"trace {s.trace_id}" for s in self._loose]
-        others = [s.request_id or f"trace {s.trace_id}" for s in self._other_runs]
+        ids, others = _names(self._loose), _names(self._other_runs)
         return SpanCounts(
             endpoint=self.receiver.endpoint, flush_bound_s=self.flush_s, posts=c.posts, spans=c.spans,
             other_spans=c.other_spans, refused=c.refused, last_refusal=c.last_refusal,
             joined=measured - self._late, warmup=warm, outside_levels=outside, late=self._late,
-            duplicates=self._duplicates, other_runs=len(others), other_runs_ids=others[:UNMATCHED_SHOWN],
-            unmatched=len(self._loose), unmatched_ids=ids[:UNMATCHED_SHOWN],
+            duplicates=self._duplicates, other_runs=len(self._other_runs), other_runs_ids=others,
+            unmatched=len(self._loose), unmatched_ids=ids,
         )  # fmt: skip
+
+
+def _names(spans: list[ServerSpan]) -> list[str]:
+    """The first few spans' request ids (a trace id where the span has none), for the summary."""
+    return [s.request_id or f"trace {s.trace_id}" for s in spans[:UNMATCHED_SHOWN]]
 
 
 def phases(joined: list[tuple[RequestRecord, ServerSpan]]) -> dict[str, object]:
