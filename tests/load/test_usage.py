@@ -61,7 +61,8 @@ def test_usage_in_every_chunk_spreads_each_gap_over_its_tokens() -> None:
         # the first chunk's 3 tokens make the TTFT; then a gap over 3 tokens and one over 2
         assert len(r.itl_ms) == 5
         assert r.itl_ms[0] == r.itl_ms[1] == r.itl_ms[2] and r.itl_ms[3] == r.itl_ms[4]
-        assert r.itl_ms[0] * 3 == pytest.approx(4.0, abs=3.0)  # the server's 4 ms between chunks
+        # the measured gaps, spread: together they span first token to last (no clock threshold here)
+        assert r.itl_ms[0] > 0 and sum(r.itl_ms) == pytest.approx(r.last_token_ms - r.ttft_ms)
     assert client_timing(records, max_lag_ms=50.0)["itl_per_chunk_requests"] == 0
 
 
