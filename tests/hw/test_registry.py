@@ -14,7 +14,7 @@ from seatrial.hw.context import HwContext
 from seatrial.hw.env import HwEnv
 from seatrial.hw.models import TRIAL_NAMES
 from seatrial.hw.nvml import Nvml
-from seatrial.hw.registry import HW_TRIALS, HwTrial
+from seatrial.hw.registry import HW_TRIALS, HwTrial, Runner
 from seatrial.runs.hwsheet import SUMMARIES, sheet_table
 from seatrial.runs.result import TrialResult
 from seatrial.verdict import Verdict
@@ -36,6 +36,16 @@ def test_the_registry_loads_no_torch() -> None:
     code = "import sys, seatrial.hw.registry, seatrial.hw.models; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_the_names_load_nothing_that_measures_and_every_runner_resolves() -> None:
+    """``seatrial hw --help`` needs the names only: the registry imports no trial module and no pydantic;
+    each entry's module and function exist (resolved here, as a run would)."""
+    code = "import sys, seatrial.hw.registry; print(sorted(m for m in sys.modules if m.endswith('_trials') or m == 'pydantic'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    for name, trial in HW_TRIALS.items():
+        assert isinstance(trial.run, Runner) and callable(trial.run.resolve()), name
 
 
 def echo(ctx: HwContext, name: str) -> list[TrialResult]:

@@ -8,8 +8,9 @@ No submodule may share a public name here (importing it would rebind the package
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from seatrial.lazy import lazy_names
 
 _WHERE = {
     "audit": "summary",
@@ -53,9 +54,4 @@ if TYPE_CHECKING:
     from seatrial.checkpoint.summary import audit, summarize
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)

@@ -4,21 +4,16 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
 
 from seatrial.cli.common import console, emit_json, out
 from seatrial.errors import GuardError, as_flag, config_errors
-from seatrial.guard import (
-    GuardConfig,
-    HealthConfig,
-    default_predictor,
-    parse_duration_s,
-    request_planned_restart,
-    run_guard,
-)
+
+if TYPE_CHECKING:
+    from seatrial.guard import GuardConfig
 
 _DEFAULT_HISTORY = Path("guard-history.jsonl")
 _HELP = """Launch a server so that memory pressure kills it, not the host.
@@ -45,6 +40,8 @@ guard_app = typer.Typer(cls=_GuardGroup, add_completion=False, rich_markup_mode=
 
 
 def _config(values: dict[str, Any]) -> GuardConfig:
+    from seatrial.guard import GuardConfig
+
     with config_errors(label=lambda loc: "--health-url" if loc == "health.url" else as_flag(loc)):
         return GuardConfig.model_validate(values)
 
@@ -88,6 +85,8 @@ def guard(
     """Launch a server so that memory pressure kills the server, not the host."""
     if ctx.invoked_subcommand is not None:
         return
+    from seatrial.guard import HealthConfig, default_predictor, parse_duration_s, run_guard
+
     health = None
     if health_url is not None:
         health = {
@@ -136,6 +135,8 @@ def restart(
     json_path: Path | None = typer.Option(None, "--json", help="Write the restart event as JSON."),
 ) -> None:
     """Planned restart of a guarded server: recorded as planned, does not spend the restart budget."""
+    from seatrial.guard import parse_duration_s, request_planned_restart
+
     event = request_planned_restart(history, reason, parse_duration_s(wait, "--wait"))
     emit_json(json_path, event)
     target = event["target"]

@@ -8,20 +8,20 @@ from typing import TYPE_CHECKING
 import typer
 
 from seatrial.cli.common import console, emit_json, out, parse_name_list, verdict_exit, write_folder
-from seatrial.cli.progress import table_text, verdict_sheet
 from seatrial.errors import ConfigError, config_errors
-from seatrial.hw.models import TRIAL_NAMES, HwConfig, HwReport
-from seatrial.runs import counts_line
-from seatrial.runs.hwsheet import sheet_table
+from seatrial.hw.registry import TRIAL_NAMES
 
 if TYPE_CHECKING:
     from rich.table import Table as RichTable
 
-    from seatrial.hw import HwRun
+    from seatrial.hw import HwConfig, HwReport, HwRun
 
 
 def hw_sheet(report: HwReport) -> RichTable:
     """The verdict sheet as ``seatrial hw`` prints it."""
+    from seatrial.cli.progress import verdict_sheet
+    from seatrial.runs.hwsheet import sheet_table
+
     return verdict_sheet(sheet_table(report.trials))
 
 
@@ -40,6 +40,8 @@ def parse_gpus(text: str) -> list[int] | None:
 
 def write_hw_folder(out_dir: Path, run: HwRun, cfg: HwConfig, sheet: dict[str, object]) -> None:
     """run.json, summary.json (the sheet), table.txt, artifacts.json and report.html."""
+    from seatrial.cli.progress import table_text
+
     files = {"table.txt": table_text(hw_sheet(run.report)), "artifacts.json": run.artifacts}
     extra = {"environment_gpu": run.report.environment}
     write_folder(out_dir, "hw", cfg.model_dump(mode="json"), sheet, extra=extra, files=files)
@@ -50,8 +52,9 @@ def fleet_run(
     out_dir: Path | None,
 ) -> None:  # fmt: skip
     """``hw --ray``: every node's sheet, the fleet view, one run folder; exits with their verdicts."""
+    from seatrial.hw import HwReport
     from seatrial.hw.fleet import run_hw_ray
-    from seatrial.runs import TrialResult
+    from seatrial.runs import TrialResult, counts_line
     from seatrial.runs.verdicts import verdict_fields
 
     summary = run_hw_ray(address, cfg, nodes, margin)
@@ -103,6 +106,9 @@ def register(app: typer.Typer) -> None:
         """Prove the GPUs: inventory, health, precision paths, burn, collectives, DCGM.
 
         Exit 0 when the run passed, 1 on a failed verdict, 8 when nothing could be measured."""
+        from seatrial.hw import HwConfig, run_hw
+        from seatrial.runs import counts_line
+
         with config_errors("hw"):
             cfg = HwConfig(
                 gpus=parse_gpus(gpus),
@@ -115,8 +121,6 @@ def register(app: typer.Typer) -> None:
             )
         if ray:
             fleet_run(ray, cfg, nodes, fleet_margin, parse_name_list(require), json_path, out_dir)
-        from seatrial.hw import run_hw
-
         run = run_hw(cfg)
         sheet = run.report.to_json(parse_name_list(require))
         out.print(hw_sheet(run.report))

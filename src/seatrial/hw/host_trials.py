@@ -11,12 +11,10 @@ from seatrial.hw.health import read_health
 from seatrial.hw.health_judge import judge_health
 from seatrial.hw.inventory import judge_inventory
 from seatrial.hw.nvml import Nvml
+from seatrial.hw.registry import HEALTH_PARTS
 from seatrial.hw.xid import XidWatcher
 from seatrial.runs.result import TrialResult, because
 from seatrial.verdict import Verdict
-
-#: The sub-trials ``health`` expands to, one verdict each per GPU.
-HEALTH_PARTS: tuple[str, ...] = ("ecc", "retired_pages", "row_remap", "xid", "nvlink", "pcie")
 
 
 def unavailable(name: str, reason: str) -> TrialResult:

@@ -1,18 +1,40 @@
 """The ``seatrial hw`` trials: one entry per trial, in the order a run executes them. A new trial is a
 runner ``(ctx, name) -> list[TrialResult]`` (seatrial.hw.host_trials without torch, seatrial.hw.gpu_trials
-with it) and one entry here; ``TRIAL_NAMES``, ``--trials`` and the sheet's order derive from it. The
-sheet's one line of key figures per trial is seatrial.runs.hwsheet.SUMMARIES (below this layer)."""
+with it) and one entry here naming its module and function (imported when it runs); ``TRIAL_NAMES``,
+``--trials`` and the sheet's order derive from it. The sheet's one line of key figures per trial is
+seatrial.runs.hwsheet.SUMMARIES (below this layer)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
+from typing import TYPE_CHECKING
 
-from seatrial.hw import gpu_trials, host_trials
-from seatrial.hw.context import HwContext
-from seatrial.runs.result import TrialResult
+if TYPE_CHECKING:
+    from seatrial.hw.context import HwContext
+    from seatrial.runs.result import TrialResult
 
-HwTrialFn = Callable[[HwContext, str], list[TrialResult]]
+HwTrialFn = Callable[["HwContext", str], "list[TrialResult]"]
+
+#: The sub-trials ``health`` expands to, one verdict each per GPU.
+HEALTH_PARTS: tuple[str, ...] = ("ecc", "retired_pages", "row_remap", "xid", "nvlink", "pcie")
+
+
+@dataclass(frozen=True)
+class Runner:
+    """``seatrial.hw.<module>.<function>``, imported when the trial runs: the names (``--trials``, its
+    help) are known without importing what measures them."""
+
+    module: str
+    function: str
+
+    def resolve(self) -> HwTrialFn:
+        fn: HwTrialFn = getattr(import_module(f"seatrial.hw.{self.module}"), self.function)
+        return fn
+
+    def __call__(self, ctx: HwContext, name: str) -> list[TrialResult]:
+        return self.resolve()(ctx, name)
 
 
 @dataclass(frozen=True)
@@ -30,14 +52,14 @@ class HwTrial:
 
 
 HW_TRIALS: dict[str, HwTrial] = {
-    "inventory": HwTrial(host_trials.inventory),
-    "health": HwTrial(host_trials.health, parts=tuple(f"health.{p}" for p in host_trials.HEALTH_PARTS)),
-    "dcgm": HwTrial(host_trials.dcgm),
-    "precision.bf16": HwTrial(gpu_trials.precision, gpu=True),
-    "precision.fp8": HwTrial(gpu_trials.precision, gpu=True),
-    "precision.fp4": HwTrial(gpu_trials.precision, gpu=True),
-    "burn": HwTrial(gpu_trials.burn, gpu=True),
-    "collectives": HwTrial(gpu_trials.collectives, gpu=True),
+    "inventory": HwTrial(Runner("host_trials", "inventory")),
+    "health": HwTrial(Runner("host_trials", "health"), parts=tuple(f"health.{p}" for p in HEALTH_PARTS)),
+    "dcgm": HwTrial(Runner("host_trials", "dcgm")),
+    "precision.bf16": HwTrial(Runner("gpu_trials", "precision"), gpu=True),
+    "precision.fp8": HwTrial(Runner("gpu_trials", "precision"), gpu=True),
+    "precision.fp4": HwTrial(Runner("gpu_trials", "precision"), gpu=True),
+    "burn": HwTrial(Runner("gpu_trials", "burn"), gpu=True),
+    "collectives": HwTrial(Runner("gpu_trials", "collectives"), gpu=True),
 }
 #: Every trial name, in the order a run executes them (health is judged at the end of the run).
 TRIAL_NAMES: tuple[str, ...] = tuple(HW_TRIALS)

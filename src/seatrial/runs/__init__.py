@@ -7,8 +7,9 @@ model's validation library."""
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from seatrial.lazy import lazy_names
 
 if TYPE_CHECKING:
     from seatrial.runs.folder import RunFolder, environment, read_jsonl, record, write_redacted
@@ -38,9 +39,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"seatrial.runs.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)
