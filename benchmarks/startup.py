@@ -4,6 +4,8 @@ start-up (``python -c pass``, the floor no command can go under) measured in the
 Each command runs 7 times in turn with the floor (interleaved, so drift hits both alike); the median is
 kept. Prints per command its median wall time, the part above the floor, and whether it is within the
 0.3 s target. Run: ``PYTHONPATH=src python benchmarks/startup.py`` on a quiet machine.
+``STARTUP_FIRST_PATH=DIR`` puts DIR before ``src`` on the commands' path, to time the same code with another
+version of a dependency installed there (``pip install --target DIR typer==0.29.2``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+FIRST = os.environ.get("STARTUP_FIRST_PATH")
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([*([FIRST] if FIRST else []), str(ROOT / "src")])}
 ROUNDS = 7
 TARGET_S = 0.3
 
@@ -38,6 +41,8 @@ def main() -> None:
             floor.append(wall([sys.executable, "-c", "pass"]))
             times[command].append(wall([sys.executable, "-m", "seatrial.cli.app", command, "--help"]))
     base = statistics.median(floor)
+    if FIRST:
+        print(f"first on the path: {FIRST}")
     print(f"python -c pass: {base * 1000:.0f} ms (median of {len(floor)})")
     print(f"{'command':<12} {'median ms':>10} {'above floor ms':>15} {'x floor':>8}  within {TARGET_S:g} s")
     worst = 0.0
