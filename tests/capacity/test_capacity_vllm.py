@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from tests.clirun import invoke
 
-from seatrial.load.goodput import is_good
+from seatrial.capacity.probe import judge
 from seatrial.load.records import RequestRecord
 from seatrial.runs.folder import read_jsonl
 from seatrial.server.engine import LocalEngine
@@ -34,10 +34,9 @@ def slo(one_user: dict[str, Any]) -> str:
     return f"ttft_ms:{2 * one_user['ttft_ms']['p90'] + 0.5 * one_user['e2e_ms']['p50']:.0f}"
 
 
-def attainment(folder: Path, slo: dict[str, float]) -> tuple[int, int]:
-    """Good and measured requests of a bench run folder, from its requests.jsonl alone."""
-    rows = [RequestRecord.from_json(r) for r in read_jsonl(folder / "requests.jsonl") if r["phase"] == "measure"]
-    return sum(is_good(r, slo) for r in rows), len(rows)
+def measured(folder: Path) -> list[RequestRecord]:
+    """The measured requests of a bench run folder, from its requests.jsonl alone."""
+    return [RequestRecord.from_json(r) for r in read_jsonl(folder / "requests.jsonl") if r["phase"] == "measure"]
 
 
 def bench_at(url: str, rate: float, slo: str, folder: Path) -> dict[str, Any]:
@@ -63,12 +62,16 @@ def test_rate_capacity_is_met_below_it_and_missed_above_it(
     assert cap["upper_rate_req_s"] <= cap["first_failing_rate_req_s"], s["capacity"]
     assert s["limit"]["classification"] in ("QUEUE_SATURATION", "KV_PRESSURE", "THROUGHPUT_PLATEAU", "SLO_CLIFF")
     bound = {"ttft_ms": float(slo.split(":")[1])}
-    below = bench_at(vllm_server.url, 0.8 * cap["rate_req_s"], slo, tmp_path / "below")
-    good, total = attainment(tmp_path / "below", bound)
-    assert total == 40 and good / total >= 0.8, (good, total, below["goodput"])
+    # below: never shown to miss, judged as a probe is (consecutive batches, the search's confidence). Forty
+    # Poisson arrivals can bunch: in a CI run here 20 came in 2.3 s at a mean of 4 req/s, queued, and 25 of
+    # 40 met the bound at 0.8x a capacity whose probe had met it 29 of 30 (interval [0.35, 0.84])
+    bench_at(vllm_server.url, 0.8 * cap["rate_req_s"], slo, tmp_path / "below")
+    rows = measured(tmp_path / "below")
+    judged = judge([rows], bound, 0.8, 0.9)
+    assert len(rows) == 40 and judged.verdict != "MISSES", (judged.share, [round(r.ttft_ms or -1) for r in rows])
     above = bench_at(vllm_server.url, 2 * cap["first_failing_rate_req_s"], slo, tmp_path / "above")
-    good, total = attainment(tmp_path / "above", bound)
-    assert good / total < 0.8, (good, total, above["goodput"])
+    judged = judge([measured(tmp_path / "above")], bound, 0.8, 0.9)
+    assert judged.verdict == "MISSES", (judged.share, above["goodput"])
     assert above["server"]["waiting_max"] > 0  # the load beyond capacity queued in the engine
 
 
