@@ -11,7 +11,6 @@ from seatrial.cli.common import console, emit_json, escape, out, parse_name_list
 from seatrial.cli.options import settings_from, with_settings
 from seatrial.cli.progress import LiveProgress, verdict_sheet
 from seatrial.errors import ConfigError, RunInterrupted
-from seatrial.load.settings import BenchSettings, ClientSettings
 
 if TYPE_CHECKING:
     from seatrial.runs.summaries.bench import PlanCheck
@@ -37,6 +36,7 @@ def accept(
     if scale not in ("small", "full"):
         raise ConfigError(f"--scale must be small or full, got {scale!r}")
     from seatrial.load.config import ObserveConfig
+    from seatrial.load.settings import BenchSettings, ClientSettings
     from seatrial.trials import run_accept
 
     chosen = settings_from(BenchSettings, settings)
@@ -92,4 +92,4 @@ OPTIONS = ["model", "tokenizer", "seed", "workers", "ray", "clients", "otlp_list
 
 
 def register(app: typer.Typer) -> None:
-    app.command("accept")(with_settings(accept, BenchSettings, OPTIONS))
+    app.command("accept")(with_settings(accept, "BenchSettings", OPTIONS))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from seatrial.cli.common import console, emit_json, escape, out
-from seatrial.cli.options import settings_from, with_settings
+from seatrial.cli.options import names_of, settings_from, with_settings
 from seatrial.cli.progress import (
     LiveProgress,
     engine_view_table,
@@ -19,7 +19,6 @@ from seatrial.cli.progress import (
     server_timing_view,
 )
 from seatrial.errors import RunInterrupted, config_errors
-from seatrial.load.settings import BenchSettings, ClientSettings
 
 if TYPE_CHECKING:
     from seatrial.load.config import BenchConfig
@@ -37,6 +36,7 @@ def bench(
 ) -> None:
     """Load-test a running server: TTFT, TPOT, ITL, E2E, throughput per level, joined with /metrics."""
     from seatrial.load.config import BenchConfig
+    from seatrial.load.settings import BenchSettings
     from seatrial.runs.levels import plan_check_line, schedule_table, span_lines, turns_table
 
     chosen = settings_from(BenchSettings, settings)
@@ -85,10 +85,8 @@ def run_bench_cli(cfg: BenchConfig, out_dir: Path | None) -> BenchSummary:
 
 
 #: bench's options from the settings model, in the order --help lists them
-OPTIONS = [n for n in BenchSettings.model_fields if n not in ClientSettings.model_fields] + list(
-    ClientSettings.model_fields
-)
+OPTIONS = [n for n in names_of("BenchSettings") if n not in names_of("ClientSettings")] + names_of("ClientSettings")
 
 
 def register(app: typer.Typer) -> None:
-    app.command("bench")(with_settings(bench, BenchSettings, OPTIONS))
+    app.command("bench")(with_settings(bench, "BenchSettings", OPTIONS))

@@ -11,7 +11,6 @@ from seatrial.cli.common import console, emit_json, escape, out
 from seatrial.cli.options import settings_from, with_settings
 from seatrial.cli.progress import LiveProgress, rich_table
 from seatrial.errors import RunInterrupted, config_errors
-from seatrial.load.settings import BenchSettings
 
 #: bench's settings that capacity takes as they are (it sets the load of each probe itself)
 BENCH_OPTIONS = [
@@ -41,6 +40,7 @@ def capacity(
     from seatrial.capacity.config import CapacityConfig
     from seatrial.capacity.run import run_capacity
     from seatrial.load.config import BenchConfig
+    from seatrial.load.settings import BenchSettings
     from seatrial.report.html import write_report
     from seatrial.runs.capacity import capacity_tables
     from seatrial.runs.folder import RunFolder
@@ -91,7 +91,5 @@ def _exit(summary: Any) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    command = with_settings(capacity, BenchSettings, BENCH_OPTIONS)
-    from seatrial.capacity.config import CapacityConfig
-
-    app.command("capacity")(with_settings(command, CapacityConfig, CAPACITY_OPTIONS))
+    command = with_settings(capacity, "BenchSettings", BENCH_OPTIONS)
+    app.command("capacity")(with_settings(command, "CapacityConfig", CAPACITY_OPTIONS))

@@ -9,10 +9,9 @@ from typing import Annotated, Any
 import typer
 
 from seatrial.cli.common import console, emit_json, escape, out
-from seatrial.cli.options import with_settings
+from seatrial.cli.options import names_of, with_settings
 from seatrial.cli.progress import rich_table
 from seatrial.errors import EngineError, config_errors
-from seatrial.load.settings import BenchSettings, ClientSettings
 
 
 def experiment(
@@ -37,6 +36,7 @@ def experiment(
     invalid plan (or a --resume under changed conditions), 5 when no start of some setting came up."""
     from seatrial.experiment import load_plan, run_experiment
     from seatrial.experiment.plan import ExperimentPlan
+    from seatrial.load.settings import BenchSettings
     from seatrial.report.html import write_report
     from seatrial.runs.decisions import decision_table
 
@@ -69,8 +69,8 @@ def experiment(
 
 
 #: bench settings the command line may set over the plan's workload
-OVERRIDES = [*ClientSettings.model_fields, "otlp_listen", "plan"]
+OVERRIDES = [*names_of("ClientSettings"), "otlp_listen", "plan"]
 
 
 def register(app: typer.Typer) -> None:
-    app.command("experiment")(with_settings(experiment, BenchSettings, OVERRIDES, override=True))
+    app.command("experiment")(with_settings(experiment, "BenchSettings", OVERRIDES, override=True))
