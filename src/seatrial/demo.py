@@ -212,9 +212,9 @@ def step_experiment(ctx: DemoContext) -> dict[str, Any]:
     from seatrial.experiment.plan import ExperimentPlan, check_single_variable
     from seatrial.experiment.run import run_experiment
 
-    plan = ExperimentPlan.model_validate(experiment_plan(ctx))
-    check_single_variable(plan)
-    summary = run_experiment(plan, ctx.out / "experiment", log=lambda m: ctx.log(f"   {m}"))
+    experiment = ExperimentPlan.model_validate(experiment_plan(ctx))
+    check_single_variable(experiment)
+    summary = run_experiment(experiment, ctx.out / "experiment", log=lambda m: ctx.log(f"   {m}"))
     write_report(ctx.out / "experiment")
     from seatrial.runs.levels import num
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from seatrial.checkpoint.convert.layout import find_lm_head, source_outputs, table_outputs
 from seatrial.checkpoint.convert.options import ConvertOptions
-from seatrial.checkpoint.convert.plan import find_lm_head, source_outputs, table_outputs
 from seatrial.checkpoint.convert.prepare import size_after
 from seatrial.checkpoint.convert.source import DEFAULT_EMBEDDING_PATTERN, find_tables, open_source
 from seatrial.checkpoint.convert.stio import TensorSpec, encode_header

@@ -141,7 +141,7 @@ def test_faster_tokens_are_adopted_and_the_aa_control_is_not(ran: tuple[Path, di
         "baseline": 64,
         "treatment": 64,
     }
-    assert fast["power"]["label"] == "rough plan" and fast["power"]["sd_log_upper"] > fast["sd_log"]
+    assert fast["power"]["label"] == "rough power estimate" and fast["power"]["sd_log_upper"] > fast["sd_log"]
     # throughput of a 0.3 s level on a shared host is noisy: the decision may stay open, never wrong
     tok = by(summary, "batch")["itl-2"]
     assert tok["method"] == "welch-log-per-start" and tok["verdict"] in ("ADOPT", "INCONCLUSIVE"), tok

@@ -123,7 +123,7 @@ def test_a_full_disk_or_a_folder_without_rights_is_a_clear_error(
 
 def test_hardlinks_and_sparse_files_are_planned_knowingly(tmp_path: Path) -> None:
     from seatrial.fleet.probe import manifest
-    from seatrial.fleet.syncplan import plan_transfer
+    from seatrial.fleet.transfer import plan_transfer
 
     src = tmp_path / "src"
     src.mkdir()

@@ -10,7 +10,7 @@ import pytest
 from guard_helpers import read_lines
 
 from seatrial.cli.app import main
-from seatrial.guard import LaunchSpec, PlanCheck, preflight
+from seatrial.guard import LaunchFit, LaunchSpec, preflight
 
 
 def _run(
@@ -75,9 +75,9 @@ def test_restart_without_a_running_guard(monkeypatch, capsys, tmp_path: Path) ->
 def test_plan_refusal_prints_the_ledger_and_records_it(monkeypatch, capsys, tmp_path: Path) -> None:
     seen: list[LaunchSpec] = []
 
-    def predict_launch(spec: LaunchSpec, protection_line_bytes: int) -> PlanCheck:
+    def predict_launch(spec: LaunchSpec, protection_line_bytes: int) -> LaunchFit:
         seen.append(spec)
-        return PlanCheck(
+        return LaunchFit(
             fits=False,
             ledger="weights 84.23 GiB + KV 22.55 GiB > budget 84.70 GiB",
             changes=["convert PLE to FP8", "--gpu-memory-utilization 0.70"],
@@ -106,8 +106,8 @@ def test_plan_refusal_prints_the_ledger_and_records_it(monkeypatch, capsys, tmp_
 
 
 def test_force_launches_despite_the_plan_and_records_it(monkeypatch, capsys, tmp_path: Path) -> None:
-    def predict_launch(spec: LaunchSpec, protection_line_bytes: int) -> PlanCheck:
-        return PlanCheck(fits=False, ledger="peak 130 GiB > 121 GiB", changes=["--max-model-len 8192"])
+    def predict_launch(spec: LaunchSpec, protection_line_bytes: int) -> LaunchFit:
+        return LaunchFit(fits=False, ledger="peak 130 GiB > 121 GiB", changes=["--max-model-len 8192"])
 
     monkeypatch.setattr(preflight, "plan_predictor", predict_launch)
     history = tmp_path / "h.jsonl"

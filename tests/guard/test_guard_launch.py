@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from seatrial.errors import ConfigError, GuardError
-from seatrial.guard import LaunchSpec, PlanCheck, check_before_launch, parse_vllm_command
+from seatrial.guard import LaunchFit, LaunchSpec, check_before_launch, parse_vllm_command
 
 GIB = 1024**3
 
@@ -80,11 +80,11 @@ class RecordingPredictor:
         self.limit = limit
         self.seen: list[tuple[LaunchSpec, int]] = []
 
-    def __call__(self, spec: LaunchSpec, protection_line_bytes: int) -> PlanCheck:
+    def __call__(self, spec: LaunchSpec, protection_line_bytes: int) -> LaunchFit:
         self.seen.append((spec, protection_line_bytes))
         fits = spec.gpu_memory_utilization <= self.limit
         ledger = f"gpu budget {spec.gpu_memory_utilization * 121:.2f} GiB of 121 GiB"
-        return PlanCheck(
+        return LaunchFit(
             fits=fits, ledger=ledger, changes=[] if fits else [f"--gpu-memory-utilization {self.limit}"]
         )
 

@@ -13,7 +13,7 @@ from seatrial.stats.effects import (
     RESOLUTION_LOG,
     common_slope,
     holm_levels,
-    plan_starts,
+    power_starts,
     spread,
     statistic,
     welch_log,
@@ -109,17 +109,17 @@ def test_holm_steps_down_and_stops_at_the_first_failure() -> None:
 
 
 def test_rough_plan_grows_with_the_sd_and_its_uncertainty() -> None:
-    n_small, upper = plan_starts(5.0, 0.02, df=4)
-    n_large, _ = plan_starts(5.0, 0.06, df=4)
-    n_sure, upper_sure = plan_starts(5.0, 0.06, df=40)
+    n_small, upper = power_starts(5.0, 0.02, df=4)
+    n_large, _ = power_starts(5.0, 0.06, df=4)
+    n_sure, upper_sure = power_starts(5.0, 0.06, df=40)
     assert n_small is not None and n_large is not None and n_sure is not None
     assert 2 <= n_small < n_sure < n_large
     assert upper is not None and upper > 0.02 and upper_sure is not None and upper_sure < 0.06 * 1.5
-    assert plan_starts(5.0, None, 4) == (None, None) and plan_starts(5.0, 0.06, 0) == (None, None)
+    assert power_starts(5.0, None, 4) == (None, None) and power_starts(5.0, 0.06, 0) == (None, None)
     # at the plan's n, a true gain of 0 falls inside +-5% with at least the stated power (by simulation)
     rng = np.random.default_rng(5)
     sd = 0.04
-    n, _ = plan_starts(5.0, sd, df=10_000)  # SD known: the upper bound is the SD itself
+    n, _ = power_starts(5.0, sd, df=10_000)  # SD known: the upper bound is the SD itself
     assert n is not None
     inside = 0
     for _ in range(1000):

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from seatrial.trials.kv_tier import against_baseline, judge, plan
+from seatrial.trials.kv_tier import against_baseline, judge, size_sessions
 from seatrial.verdict import Verdict
 
 
 def test_plan_sizes_the_working_set_above_capacity() -> None:
-    sessions, why = plan(20_480, 1024, 1.5, 65_536)
+    sessions, why = size_sessions(20_480, 1024, 1.5, 65_536)
     assert why is None and sessions == 30 and sessions * 1024 >= 1.5 * 20_480
 
 
 def test_plan_unavailable_with_the_reason() -> None:
-    assert plan(None, 1024, 1.5, 65_536) == (0, plan(None, 1, 1.5, 1)[1])
-    assert "capacity unknown" in (plan(None, 1024, 1.5, 65_536)[1] or "")
-    sessions, why = plan(1_048_576, 1024, 1.5, 65_536)
+    assert size_sessions(None, 1024, 1.5, 65_536) == (0, size_sessions(None, 1, 1.5, 1)[1])
+    assert "capacity unknown" in (size_sessions(None, 1024, 1.5, 65_536)[1] or "")
+    sessions, why = size_sessions(1_048_576, 1024, 1.5, 65_536)
     assert sessions == 0 and why is not None and "1,572,864" in why and "65,536" in why
 
 

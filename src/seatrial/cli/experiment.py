@@ -40,15 +40,15 @@ def experiment(
     from seatrial.report.html import write_report
     from seatrial.runs.decisions import decision_table
 
-    plan = load_plan(plan_path)
-    over = {k: v for k, v in clients.items() if v is not None}  # the flags given, over the plan's
+    experiment = load_plan(plan_path)
+    over = {k: v for k, v in clients.items() if v is not None}  # the flags given, over the experiment plan's
     if over:
         with config_errors():
-            workload = BenchSettings.model_validate(plan.workload.model_dump() | over)
-            plan = ExperimentPlan.model_validate(plan.model_dump() | {"workload": workload})
+            workload = BenchSettings.model_validate(experiment.workload.model_dump() | over)
+            experiment = ExperimentPlan.model_validate(experiment.model_dump() | {"workload": workload})
     target = out_dir or Path("runs") / time.strftime("experiment-%Y%m%d-%H%M%S")
     summary = run_experiment(
-        plan,
+        experiment,
         target,
         log=lambda m: console.print(escape(m), highlight=False),
         resume=resume,
@@ -68,7 +68,8 @@ def experiment(
         raise typer.Exit(1)
 
 
-#: bench settings the command line may set over the plan's workload
+#: bench settings the command line may set over the experiment plan's workload (``plan`` here is bench's
+#: ``--plan``, a memory plan whose KV capacity every start checks)
 OVERRIDES = [*names_of("ClientSettings"), "otlp_listen", "plan"]
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from seatrial.experiment.checks import aa_checks, drift, failed_starts, usable
 from seatrial.experiment.plan import ExperimentPlan, Guardrail
 from seatrial.experiment.values import Level, effect, flat, per_start, pooled_n, shortfall
-from seatrial.stats.effects import Effect, holm_levels, plan_starts, spread, within_sd
+from seatrial.stats.effects import Effect, holm_levels, power_starts, spread, within_sd
 from seatrial.stats.effects import statistic as stat_of
 
 UNRESOLVED = (
@@ -140,7 +140,7 @@ def _row(
         "from the other starts)"
     ]  # fmt: skip
     reasons += blockers(e, base, treat, key)
-    n_plan, sd_upper = plan_starts(prof.min_gain_pct, e.sd_log, e.n_a + e.n_b - 2, cfg.confidence)
+    n_power, sd_upper = power_starts(prof.min_gain_pct, e.sd_log, e.n_a + e.n_b - 2, cfg.confidence)
     row = {
         "treatment": treatment, "aa_control": aa_control, "profile": profile, "concurrency": c,
         "verdict": None, "metric": prof.metric, "key": key, "higher_is_better": prof.better_higher,
@@ -150,9 +150,9 @@ def _row(
         "starts": {"baseline": e.n_a, "treatment": e.n_b},
         "pooled_n": {"baseline": pooled_n(base, key), "treatment": pooled_n(treat, key)},
         "sd_log": e.sd_log, "reasons": reasons, "excluded": out_a + out_b, "failed_starts": failed,
-        "power_starts_needed": n_plan,
-        "power": {"starts_per_setting": n_plan, "sd_log": e.sd_log, "sd_log_upper": sd_upper,
-                  "power": 0.8, "label": "rough plan"},
+        "power_starts_needed": n_power,
+        "power": {"starts_per_setting": n_power, "sd_log": e.sd_log, "sd_log_upper": sd_upper,
+                  "power": 0.8, "label": "rough power estimate"},
     }  # fmt: skip
     return row, e
 

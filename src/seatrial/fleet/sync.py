@@ -26,7 +26,7 @@ from seatrial.errors import CheckpointError, ConfigError, SeatrialError, ServerE
 from seatrial.fleet.nodes import Place, Ssh, parse_place, run_probe
 from seatrial.fleet.probe import MANIFEST
 from seatrial.fleet.rsync import Stream, Transfer, unreachable
-from seatrial.fleet.syncplan import plan_transfer
+from seatrial.fleet.transfer import plan_transfer
 from seatrial.fleet.verify import compared, differences, index_check, printable, resend
 from seatrial.interrupts import terminations_interrupt
 from seatrial.jsonio import dumps

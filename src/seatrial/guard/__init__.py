@@ -13,16 +13,16 @@ from seatrial.guard.history import read_history
 from seatrial.guard.launch import LaunchSpec, parse_vllm_command
 from seatrial.guard.meminfo import MemInfoReader, MemSample
 from seatrial.guard.outcome import GuardOutcome
-from seatrial.guard.preflight import PlanCheck, Predictor, check_before_launch, default_predictor
+from seatrial.guard.preflight import LaunchFit, Predictor, check_before_launch, default_predictor
 
 __all__ = [
     "GuardConfig",
     "GuardOutcome",
     "HealthConfig",
+    "LaunchFit",
     "LaunchSpec",
     "MemInfoReader",
     "MemSample",
-    "PlanCheck",
     "Predictor",
     "RestartBudget",
     "check_before_launch",

@@ -38,12 +38,12 @@ def run_guard(
     receives every history line as it is written."""
     if bool(command) == bool(container):
         raise ConfigError("guard: give either a command after -- or --container NAME (exactly one)")
-    plan = None
+    preflight = None
     target: Target
     if command:
         target = ProcessGroupTarget(command, config.oom_score_adj)
         try:
-            plan = check_before_launch(command, checkpoint, config.min_available_bytes, predictor, force)
+            preflight = check_before_launch(command, checkpoint, config.min_available_bytes, predictor, force)
         except GuardError as exc:
             _record_refusal(config, command, str(exc).splitlines()[0], echo)
             raise
@@ -51,4 +51,4 @@ def run_guard(
         if checkpoint is not None:
             raise ConfigError("--checkpoint applies to a command launched by the guard, not to --container")
         target = ContainerTarget(str(container), config.oom_score_adj)
-    return Watchdog(config, target, plan, echo).run()
+    return Watchdog(config, target, preflight, echo).run()

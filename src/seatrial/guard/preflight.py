@@ -2,7 +2,7 @@
 
 The plan itself lives in :mod:`seatrial.plan`; the guard only needs a *predictor*, a callable that
 takes the :class:`~seatrial.guard.launch.LaunchSpec` and the host's protection line and answers with a
-:class:`PlanCheck`. A launch whose predicted load peak or steady state crosses the line is refused
+:class:`LaunchFit`. A launch whose predicted load peak or steady state crosses the line is refused
 unless ``--force`` is given.
 """
 
@@ -18,7 +18,7 @@ from seatrial.guard.launch import LaunchSpec, parse_vllm_command
 from seatrial.guard.meminfo import GIB
 
 
-class PlanCheck(BaseModel):
+class LaunchFit(BaseModel):
     """A predictor's answer: ``fits`` (peak and steady state stay above the line), a printable
     memory ledger, and what to change when it does not fit."""
 
@@ -30,7 +30,7 @@ class PlanCheck(BaseModel):
 
 
 class Predictor(Protocol):
-    def __call__(self, spec: LaunchSpec, protection_line_bytes: int) -> PlanCheck: ...
+    def __call__(self, spec: LaunchSpec, protection_line_bytes: int) -> LaunchFit: ...
 
 
 def launch_spec(argv: list[str], checkpoint: Path | None) -> LaunchSpec | None:
@@ -43,7 +43,7 @@ def launch_spec(argv: list[str], checkpoint: Path | None) -> LaunchSpec | None:
     return spec
 
 
-def refusal_message(check: PlanCheck, protection_line_bytes: int) -> str:
+def refusal_message(check: LaunchFit, protection_line_bytes: int) -> str:
     changes = "\n".join(f"  - {c}" for c in check.changes) or "  (the plan named no change)"
     return (
         f"refusing to launch: the plan predicts the load peak or steady state crosses the "
@@ -76,7 +76,7 @@ def check_before_launch(
     return record
 
 
-def plan_predictor(spec: LaunchSpec, protection_line_bytes: int) -> PlanCheck:
+def plan_predictor(spec: LaunchSpec, protection_line_bytes: int) -> LaunchFit:
     """``seatrial plan`` on the launch's own settings and the local hardware, the protection line
     taken as the host share the load must leave free (seed 000: 12 GiB MemAvailable)."""
     from seatrial.plan import check_launch
@@ -98,7 +98,7 @@ def plan_predictor(spec: LaunchSpec, protection_line_bytes: int) -> PlanCheck:
         weights_from_config=spec.load_format == "dummy",
     )
     changes = [f.message for f in result.findings if f.severity in ("error", "warning")]
-    return PlanCheck(fits=result.fits, ledger=result.render_ledger(), changes=changes)
+    return LaunchFit(fits=result.fits, ledger=result.render_ledger(), changes=changes)
 
 
 def default_predictor() -> Predictor:

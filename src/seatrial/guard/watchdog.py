@@ -30,13 +30,13 @@ class Watchdog:
         self,
         config: GuardConfig,
         target: Target,
-        plan: dict[str, Any] | None = None,
+        preflight: dict[str, Any] | None = None,
         echo: Echo | None = None,
     ) -> None:
         self.config = config
         self.echo = echo
         self.target = target
-        self.plan = plan
+        self.preflight = preflight
         self.signals = GuardSignals()
         self.counts = {"kill": 0, "restart_automatic": 0, "restart_planned": 0, "health": 0}
         self.consecutive_failures = 0
@@ -100,7 +100,7 @@ class Watchdog:
             "launched",
             first,
             guard=self._settings(),
-            plan=self.plan,
+            plan=self.preflight,
             budget=self.budget.summary(time.time()),
         )
         if self.health is not None:

@@ -10,7 +10,7 @@ from seatrial.runs.table import Table
 
 DECISION_COLUMNS = (
     "treatment", "profile", "verdict", "metric", "method", "gain %", "interval %", "min gain %", "guardrails",
-    "starts", "pooled n", "rough plan: starts/setting", "why",
+    "starts", "pooled n", "rough power: starts/setting", "why",
 )  # fmt: skip
 
 

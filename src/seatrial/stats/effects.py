@@ -1,5 +1,5 @@
 """Effects between two settings measured over fresh server starts, how sure a set of them is, and how
-many starts a rough plan would need.
+many starts a rough power estimate would need.
 
 Definitions (also in docs/statistics.md)
 - gain: the improvement of B over A in percent, signed so that positive is better: (B/A - 1) x 100
@@ -20,7 +20,7 @@ Definitions (also in docs/statistics.md)
 - within-run interval (``bootstrap-requests-within-run``): for one start per side only, a percentile
   bootstrap over requests, each request with all its values (ITL: all its gaps together). It holds
   the spread of those requests, not a restart's.
-- rough plan: the fewest starts per setting whose interval would sit inside +-min_gain at a true gain
+- rough power estimate: the fewest starts per setting whose interval would sit inside +-min_gain at a true gain
   of 0 with the stated power (which also gives that power to an interval clearing +-min_gain at a true
   gain of twice min_gain), at an upper confidence bound of the between-start SD (chi-square, one-sided).
 - common slope: per-start log values against their run slot, one line per setting with a shared slope
@@ -40,7 +40,7 @@ N_BOOT = 2000
 MAX_STARTS = 1000
 RESOLUTION_LOG = 1e-4
 PLAN_POWER = 0.8
-PLAN_SD_UPPER = 0.9  # the one-sided confidence of the SD's upper bound in a rough plan
+POWER_SD_UPPER = 0.9  # the one-sided confidence of the SD's upper bound in a rough power estimate
 
 
 def t_quantile(q: float, df: float) -> float:
@@ -212,14 +212,14 @@ def holm_levels(pvalues: Sequence[float | None], alpha: float) -> list[float | N
     return out
 
 
-def plan_starts(
+def power_starts(
     min_gain_pct: float, sd_log: float | None, df: int, confidence: float = 0.95, power: float = PLAN_POWER
 ) -> tuple[int | None, float | None]:
-    """(starts per setting, the SD upper bound used) of a rough plan (see the module docstring); None
+    """(starts per setting, the SD upper bound used) of a rough power estimate (see the module docstring); None
     when the SD is unknown or more than ``MAX_STARTS`` would be needed."""
     if sd_log is None or df < 1 or min_gain_pct <= 0:
         return None, None
-    upper = sd_log * math.sqrt(df / float(chdtri(df, PLAN_SD_UPPER)))
+    upper = sd_log * math.sqrt(df / float(chdtri(df, POWER_SD_UPPER)))
     if upper == 0:
         return 2, upper
     edge = math.log1p(min_gain_pct / 100)

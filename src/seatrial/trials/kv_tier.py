@@ -46,7 +46,9 @@ class KvTierConfig(TrialConfig):
     baseline_url: str | None = None  # the same model served with KV offload off, to compare
 
 
-def plan(capacity: int | None, session_len: int, factor: float, budget: int) -> tuple[int, str | None]:
+def size_sessions(
+    capacity: int | None, session_len: int, factor: float, budget: int
+) -> tuple[int, str | None]:
     """Sessions needed for ``factor`` x capacity, or 0 and why the trial cannot run."""
     if not capacity:
         return 0, "KV capacity unknown: the server reports none; set kv-tier.capacity_tokens in the profile"
@@ -149,7 +151,7 @@ async def run(env: TrialEnv) -> TrialResult:
         session_len = min(
             session_len, env.info.max_model_len - cfg.question_len - cfg.output_len - HEADROOM_TOKENS
         )
-    sessions, why_not = plan(capacity, session_len, cfg.pressure_factor, cfg.max_working_set_tokens)
+    sessions, why_not = size_sessions(capacity, session_len, cfg.pressure_factor, cfg.max_working_set_tokens)
     evidence: dict[str, Any] = {
         "kv_capacity_tokens": capacity,
         "capacity_source": "profile" if cfg.capacity_tokens else "server",

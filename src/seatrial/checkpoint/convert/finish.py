@@ -13,9 +13,9 @@ from seatrial.checkpoint.convert.config_edit import (
     restore_lm_head_config,
     table_note,
 )
+from seatrial.checkpoint.convert.layout import CONFIG_NAME
 from seatrial.checkpoint.convert.manifest import CHANGELOG_NAME, Manifest
 from seatrial.checkpoint.convert.options import ConvertOptions
-from seatrial.checkpoint.convert.plan import CONFIG_NAME
 from seatrial.checkpoint.convert.source import INDEX_NAME, SourceCheckpoint
 from seatrial.checkpoint.paths import resolve_inside
 from seatrial.errors import ConfigError

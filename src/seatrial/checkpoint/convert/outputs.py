@@ -10,9 +10,9 @@ import numpy as np
 
 from seatrial.checkpoint.convert.atomic import link_or_copy, write_atomic
 from seatrial.checkpoint.convert.fidelity import shard_fidelity
+from seatrial.checkpoint.convert.layout import find_lm_head, to_specs
 from seatrial.checkpoint.convert.manifest import Manifest, OutputRecord, TableRecord, save_manifest
 from seatrial.checkpoint.convert.options import ConvertOptions
-from seatrial.checkpoint.convert.plan import find_lm_head, to_specs
 from seatrial.checkpoint.convert.scale import bf16_bits
 from seatrial.checkpoint.convert.source import SourceCheckpoint
 from seatrial.checkpoint.convert.stio import HashingWriter, file_digest, read_entries
@@ -116,8 +116,8 @@ class OutputRunner:
         if self.manifest.lm_head is not None and any(
             t.name == self.manifest.lm_head.tensor for t in record.tensors
         ):
-            plan = find_lm_head(self.source)
-            lm = (plan.weight, plan.scale, self.manifest.lm_head)
+            head = find_lm_head(self.source)
+            lm = (head.weight, head.scale, self.manifest.lm_head)
         kept = [t.name for t in record.tensors]
         rewrite_file(
             self.source, record.source_file or record.file, kept, lm, out, self.opts.chunk_bytes, self.advance

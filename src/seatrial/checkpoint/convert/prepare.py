@@ -6,6 +6,14 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+from seatrial.checkpoint.convert.layout import (
+    CONFIG_NAME,
+    LmHeadSource,
+    check_names,
+    find_lm_head,
+    source_outputs,
+    table_outputs,
+)
 from seatrial.checkpoint.convert.manifest import (
     LmHeadRecord,
     Manifest,
@@ -14,14 +22,6 @@ from seatrial.checkpoint.convert.manifest import (
     TableRecord,
 )
 from seatrial.checkpoint.convert.options import ConvertOptions
-from seatrial.checkpoint.convert.plan import (
-    CONFIG_NAME,
-    LmHeadPlan,
-    check_names,
-    find_lm_head,
-    source_outputs,
-    table_outputs,
-)
 from seatrial.checkpoint.convert.scale import POOL, fp8_scale, max_abs
 from seatrial.checkpoint.convert.source import SourceCheckpoint, SourceTensor, Table, find_tables
 from seatrial.checkpoint.convert.stio import ITEMSIZE_BYTES, iter_row_blocks, map_rows
@@ -76,7 +76,7 @@ def table_record(
     )
 
 
-def select(source: SourceCheckpoint, opts: ConvertOptions) -> tuple[list[Table], LmHeadPlan | None]:
+def select(source: SourceCheckpoint, opts: ConvertOptions) -> tuple[list[Table], LmHeadSource | None]:
     """The tables and lm_head this run converts; an error when there is nothing to do."""
     tables = find_tables(source, opts.embedding_pattern) if opts.embedding_pattern else []
     config = source.root / CONFIG_NAME
@@ -110,12 +110,12 @@ def declared_split_parts(config_path: Path) -> int | None:
     return None
 
 
-def lm_head_record(plan: LmHeadPlan) -> LmHeadRecord:
-    entry = plan.weight.entry
+def lm_head_record(head: LmHeadSource) -> LmHeadRecord:
+    entry = head.weight.entry
     return LmHeadRecord(
         tensor=entry.name,
-        scale_tensor=plan.scale.entry.name,
-        scale_shape=list(plan.scale.entry.shape),
+        scale_tensor=head.scale.entry.name,
+        scale_shape=list(head.scale.entry.shape),
         source_bytes=entry.nbytes,
         output_bytes=entry.nbytes * 2,
     )
@@ -125,7 +125,7 @@ def build_manifest(
     source: SourceCheckpoint,
     opts: ConvertOptions,
     tables: list[Table],
-    lm_head: LmHeadPlan | None,
+    lm_head: LmHeadSource | None,
     advance: Advance,
 ) -> Manifest:
     """Scan the tables, then lay out every output of DST (nothing written yet)."""

@@ -18,6 +18,7 @@ from typing import NoReturn, Protocol
 from seatrial.checkpoint.convert.atomic import DiskFull, fsync_dir, remove_temporaries
 from seatrial.checkpoint.convert.finish import write_metadata
 from seatrial.checkpoint.convert.kernels import kernel
+from seatrial.checkpoint.convert.layout import CONFIG_NAME, file_bytes
 from seatrial.checkpoint.convert.manifest import (
     CHANGELOG_NAME,
     MANIFEST_NAME,
@@ -27,7 +28,6 @@ from seatrial.checkpoint.convert.manifest import (
 )
 from seatrial.checkpoint.convert.options import ConvertOptions
 from seatrial.checkpoint.convert.outputs import OutputRunner
-from seatrial.checkpoint.convert.plan import CONFIG_NAME, file_bytes
 from seatrial.checkpoint.convert.prepare import build_manifest, select, source_files
 from seatrial.checkpoint.convert.result import ConvertResult, table_reports
 from seatrial.checkpoint.convert.source import INDEX_NAME, SourceCheckpoint, open_source

@@ -19,7 +19,7 @@ class StreamBin(SummaryModel):
 
 
 class TransferPlan(SummaryModel):
-    """The plan made from the source manifest before a byte moves (``fleet/syncplan.plan_transfer``)."""
+    """The plan made from the source manifest before a byte moves (``fleet/transfer.plan_transfer``)."""
 
     first: StreamBin
     links: list[str] = Field(default_factory=list)

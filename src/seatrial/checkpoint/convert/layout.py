@@ -1,4 +1,4 @@
-"""The conversion plan: which files DST will hold and what goes in each, before anything is written."""
+"""The conversion layout: which files DST will hold and what goes in each, before anything is written."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ _LM_HEAD_RE = re.compile(r"^(?:.*\.)?lm_head\.weight$")
 
 
 @dataclass(frozen=True)
-class LmHeadPlan:
+class LmHeadSource:
     """The FP8 lm_head weight, its scale, and the tensors that leave the index with the scale."""
 
     weight: SourceTensor
@@ -31,7 +31,7 @@ class LmHeadPlan:
         return self.weight.entry.name.removesuffix(".weight")
 
 
-def find_lm_head(source: SourceCheckpoint) -> LmHeadPlan:
+def find_lm_head(source: SourceCheckpoint) -> LmHeadSource:
     """The FP8 lm_head and its ``weight_scale`` (row-wise [V, 1] or per-tensor); clear error otherwise."""
     names = [n for n in source.tensors if _LM_HEAD_RE.match(n)]
     if len(names) != 1:
@@ -57,7 +57,7 @@ def find_lm_head(source: SourceCheckpoint) -> LmHeadPlan:
             " is neither row-wise nor per-tensor",
         )
     dropped = tuple(n for n in (f"{module}.weight_scale", f"{module}.input_scale") if n in source.tensors)
-    return LmHeadPlan(weight, scale, dropped)
+    return LmHeadSource(weight, scale, dropped)
 
 
 def group_shards(
@@ -119,7 +119,7 @@ def table_outputs(table: Table, scale_name: str, opts: ConvertOptions) -> list[O
 
 
 def source_outputs(
-    source: SourceCheckpoint, converted: set[str], lm_head: LmHeadPlan | None
+    source: SourceCheckpoint, converted: set[str], lm_head: LmHeadSource | None
 ) -> list[OutputRecord]:
     """Untouched files are linked; files holding converted or dropped tensors are rewritten without them."""
     dropped = set(lm_head.dropped) if lm_head else set()
