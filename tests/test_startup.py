@@ -26,18 +26,18 @@ def test_quiet_blas_and_plugins_stay_out_of_children(monkeypatch: pytest.MonkeyP
     assert childenv.child_environ()["OPENBLAS_NUM_THREADS"] == "4"
 
 
+#: pydantic too: options from the settings models come from their table (cli/fields.py)
 HEAVY = ("numpy", "aiohttp", "matplotlib", "jinja2", "scipy", "ml_dtypes", "torch", "ray", "seatrial.load.bench",
-         "asyncio", "rich", "seatrial.runs.levels", "seatrial.runs.summaries.bench")
+         "asyncio", "rich", "seatrial.runs.levels", "seatrial.runs.summaries.bench", "pydantic")
 
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_help_imports_no_heavy_library(command: str) -> None:
-    heavy = (*HEAVY, "pydantic")  # options from the settings models come from their table (cli/fields.py)
     code = (
         f"import sys; sys.argv = ['seatrial', {command!r}, '--help']\n"
         "from seatrial.cli.app import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]", out[-500:]

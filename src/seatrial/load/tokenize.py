@@ -95,18 +95,30 @@ class ServerTokenizer:
         return int(count) if isinstance(count, int) else None
 
 
-async def exact_text(tok: TokenCounter, pool: list[int], start: int, n: int, max_iter: int = 8) -> str:
+async def exact_text(
+    tok: TokenCounter, pool: list[int], start: int, n: int, max_iter: int = 8, shifts: int = 8
+) -> str:
     """Text that the server counts as exactly ``n`` prompt tokens, cut from ``pool`` at ``start``.
 
     Decoding ids and re-encoding the text can merge or split tokens at the cut, so the window is
-    adjusted until the round trip gives ``n``.
+    adjusted until the round trip gives ``n``. A window length that comes round again would only repeat
+    itself (the round trip is deterministic): the cut then moves one token on, up to ``shifts`` times.
     """
-    want, got = n, -1
-    for _ in range(max_iter):
-        ids = [pool[(start + i) % len(pool)] for i in range(want)]
-        text = await tok.decode(ids)
-        got = await tok.count(text)
-        if got == n:
-            return text
-        want = max(1, want + (n - got))
-    raise ServerError(f"could not build a prompt of exactly {n} tokens (last try gave {got})")
+    tried: list[tuple[int, int]] = []  # (window length, count) of every miss, for the error
+    for shift in range(shifts):
+        want, seen = n, set()
+        for _ in range(max_iter):
+            if want in seen:
+                break
+            seen.add(want)
+            ids = [pool[(start + shift + i) % len(pool)] for i in range(want)]
+            text = await tok.decode(ids)
+            got = await tok.count(text)
+            if got == n:
+                return text
+            tried.append((want, got))
+            want = max(1, want + (n - got))
+    raise ServerError(
+        f"could not build a prompt of exactly {n} tokens from {shifts} cuts (window -> count: "
+        f"{', '.join(f'{w}->{g}' for w, g in tried[-6:])})"
+    )
