@@ -39,7 +39,7 @@ def option(name: str, row: Opt, override: bool = False) -> inspect.Parameter:
     kind: Any = KINDS[row.kind]
     if row.optional or override:
         kind = kind | None
-    text = f"{row.help} (over the plan's)" if override else row.help
+    text = f"{row.help} (over the experiment plan's)" if override else row.help
     annotation = Annotated[kind, typer.Option(row.flag, help=text)]
     default = None if override else ... if row.required else row.default
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)

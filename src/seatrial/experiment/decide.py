@@ -26,7 +26,7 @@ import numpy as np
 from seatrial.experiment.checks import aa_checks, drift, failed_starts, usable
 from seatrial.experiment.plan import ExperimentPlan, Guardrail
 from seatrial.experiment.values import Level, effect, flat, per_start, pooled_n, shortfall
-from seatrial.stats.effects import Effect, holm_levels, power_starts, spread, within_sd
+from seatrial.stats.effects import POWER, Effect, holm_levels, power_starts, spread, within_sd
 from seatrial.stats.effects import statistic as stat_of
 
 UNRESOLVED = (
@@ -152,7 +152,7 @@ def _row(
         "sd_log": e.sd_log, "reasons": reasons, "excluded": out_a + out_b, "failed_starts": failed,
         "power_starts_needed": n_power,
         "power": {"starts_per_setting": n_power, "sd_log": e.sd_log, "sd_log_upper": sd_upper,
-                  "power": 0.8, "label": "rough power estimate"},
+                  "power": POWER, "label": "rough power estimate"},
     }  # fmt: skip
     return row, e
 

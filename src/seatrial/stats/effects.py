@@ -20,9 +20,10 @@ Definitions (also in docs/statistics.md)
 - within-run interval (``bootstrap-requests-within-run``): for one start per side only, a percentile
   bootstrap over requests, each request with all its values (ITL: all its gaps together). It holds
   the spread of those requests, not a restart's.
-- rough power estimate: the fewest starts per setting whose interval would sit inside +-min_gain at a true gain
-  of 0 with the stated power (which also gives that power to an interval clearing +-min_gain at a true
-  gain of twice min_gain), at an upper confidence bound of the between-start SD (chi-square, one-sided).
+- rough power estimate: the fewest starts per setting whose interval would sit inside +-min_gain at a
+  true gain of 0 with the stated power (which also gives that power to an interval clearing +-min_gain at
+  a true gain of twice min_gain), at an upper confidence bound of the between-start SD (chi-square,
+  one-sided).
 - common slope: per-start log values against their run slot, one line per setting with a shared slope
   (least squares within settings), with its t interval.
 """
@@ -39,7 +40,7 @@ from scipy.special import chdtri, stdtr, stdtrit
 N_BOOT = 2000
 MAX_STARTS = 1000
 RESOLUTION_LOG = 1e-4
-PLAN_POWER = 0.8
+POWER = 0.8
 POWER_SD_UPPER = 0.9  # the one-sided confidence of the SD's upper bound in a rough power estimate
 
 
@@ -213,10 +214,10 @@ def holm_levels(pvalues: Sequence[float | None], alpha: float) -> list[float | N
 
 
 def power_starts(
-    min_gain_pct: float, sd_log: float | None, df: int, confidence: float = 0.95, power: float = PLAN_POWER
+    min_gain_pct: float, sd_log: float | None, df: int, confidence: float = 0.95, power: float = POWER
 ) -> tuple[int | None, float | None]:
-    """(starts per setting, the SD upper bound used) of a rough power estimate (see the module docstring); None
-    when the SD is unknown or more than ``MAX_STARTS`` would be needed."""
+    """(starts per setting, the SD upper bound used) of a rough power estimate (see the module docstring);
+    None when the SD is unknown or more than ``MAX_STARTS`` would be needed."""
     if sd_log is None or df < 1 or min_gain_pct <= 0:
         return None, None
     upper = sd_log * math.sqrt(df / float(chdtri(df, POWER_SD_UPPER)))
