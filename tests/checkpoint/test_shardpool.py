@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -25,8 +26,13 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def started(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Force the worker path on any checkpoint size; record whether each pool started workers."""
+    """Force the worker path on any checkpoint size; record whether each pool started workers. The pool
+    forks only from a process with one thread: under pytest-xdist its worker has execnet's thread, and a
+    test before this one (tests/hw) may leave one behind; what these tests prove is the workers' digests, so
+    the pool here sees this process as single-threaded (test_threads_keep_the_digest_in_process checks the
+    rule itself)."""
     seen: list[bool] = []
+    monkeypatch.setattr(shardpool_module, "threading", SimpleNamespace(active_count=lambda: 1))
     real = shardpool_module.ShardPool.__enter__
 
     def spy(self: shardpool_module.ShardPool) -> shardpool_module.ShardPool:
@@ -142,3 +148,15 @@ def test_the_command_line_starts_early_and_writes_the_same_report(seed000: Path,
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and f"early {seed000}" in done.stderr, done.stderr
     assert orjson.loads(out.read_bytes()) == audit(seed000).model_dump()
+
+
+def test_threads_keep_the_digest_in_process(seed000: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process with a second thread never forks shard workers (a fork copies a lock another thread may
+    hold): the pool digests in-process, with the same result."""
+    monkeypatch.setattr(shardpool_module, "PARALLEL_MIN_HEADER_BYTES", 0)
+    monkeypatch.setattr(shardpool_module, "threading", SimpleNamespace(active_count=lambda: 2))
+    with shardpool_module.ShardPool(seed000) as pool:
+        assert pool.parallel is False
+    monkeypatch.setattr(shardpool_module, "threading", SimpleNamespace(active_count=lambda: 1))
+    with shardpool_module.ShardPool(seed000) as pool:
+        assert pool.parallel is True

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The test suite in two phases (the README's test command; .ci/run calls it too):
+#   1. every test that needs no engine, on $SEATRIAL_TEST_WORKERS pytest-xdist workers (default 2, a file to
+#      a worker): most of their time is waiting on synthetic servers' clocks and on subprocesses, so two
+#      of them share the 2-core CI host well (on the 2-core host here: 560 s one at a time, 328 s on two workers);
+#   2. the real-engine tests (marker ``engine``), one at a time with the host to themselves: their validity
+#      gates, capacity searches and experiment starts read the host's speed, which a parallel worker takes.
+# Both phases run; the exit status is the first failing phase's. Extra arguments go to both: a path or -k
+# that selects no test of one phase leaves that phase with nothing to do, which is not a failure; where
+# neither phase selects a test the status is pytest's 5 (no tests ran).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+py=.venv/bin/python
+"$py" -m pytest -m "not engine" -n "${SEATRIAL_TEST_WORKERS:-2}" --dist loadfile "$@"
+first=$?
+"$py" -m pytest -m engine "$@"
+second=$?
+for rc in "$first" "$second"; do
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then exit "$rc"; fi
+done
+if [ "$first" -eq 5 ] && [ "$second" -eq 5 ]; then exit 5; fi
+exit 0
