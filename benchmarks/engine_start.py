@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from seatrial.childenv import child_environ
 from seatrial.server.engine import EngineSpec, LocalEngine, engine_python, make_tiny_model
 
 
@@ -31,8 +32,6 @@ class DefaultGC(EngineSpec):
 
 def thresholds(spec: EngineSpec) -> str:
     """gc.get_threshold() in the engine's Python under ``spec``'s environment."""
-    from seatrial.childenv import child_environ
-
     done = subprocess.run([str(engine_python()), "-c", "import gc; print(gc.get_threshold())"],
                           env=child_environ(spec.env()), capture_output=True, text=True, check=True)  # fmt: skip
     return done.stdout.strip()

@@ -20,6 +20,17 @@ from tests.engine_fixtures import start_engine
 from tests.ports import quiet_port
 from tests.ray_cluster import RayCluster, start_cluster
 
+#: A test that takes one of these is an ``engine`` test, marked or not: scripts/test.sh runs those one at a
+#: time after the others, and a real engine started in a parallel worker would be started twice.
+ENGINE_FIXTURES = frozenset({"tiny_model", "vllm_server", "small_kv_server"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("engine") is None:
+            item.add_marker(pytest.mark.engine)
+
 
 def _engine_or_skip() -> None:
     ready = engine_venv() / ".seatrial-ready"
