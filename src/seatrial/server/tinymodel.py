@@ -20,6 +20,7 @@ import random
 import sys
 from pathlib import Path
 
+#: the BPE trainer's target; on this corpus it stops at ~450 tokens, once every word is one token
 VOCAB_SIZE = 2048
 WORDS = [
     "the",
@@ -77,7 +78,8 @@ def corpus(lines: int = 4000, seed: int = 0) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 24))) for _ in range(lines)]
 
 
-def write_tokenizer(out: Path) -> int:
+def write_tokenizer(out: Path) -> tuple[int, int]:
+    """tokenizer.json and tokenizer_config.json; returns the EOS id and how many tokens the tokenizer has."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -104,10 +106,17 @@ def write_tokenizer(out: Path) -> int:
     (out / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2))
     eos = tok.token_to_id("<|endoftext|>")
     assert eos is not None
-    return int(eos)
+    return int(eos), tok.get_vocab_size(with_added_tokens=True)
 
 
-def write_config(out: Path, eos_id: int, max_len: int) -> None:
+def model_vocab(tokens: int) -> int:
+    """The model's vocabulary: the tokenizer's, rounded up to 64 rows. A model row that no token has decodes
+    to no text, and with random weights the model samples its rows about evenly: a 2,048-row model over a
+    451-token tokenizer streamed a 32-token chat answer with no text in about one conversation run in 30."""
+    return -(-tokens // 64) * 64
+
+
+def write_config(out: Path, eos_id: int, max_len: int, vocab: int) -> None:
     config = {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
@@ -117,7 +126,7 @@ def write_config(out: Path, eos_id: int, max_len: int) -> None:
         "num_attention_heads": 4,
         "num_key_value_heads": 2,
         "head_dim": 64,
-        "vocab_size": VOCAB_SIZE,
+        "vocab_size": vocab,
         "max_position_embeddings": max_len,
         "rms_norm_eps": 1e-5,
         "rope_theta": 10000.0,
@@ -169,8 +178,8 @@ def main(argv: list[str]) -> int:
     out = Path(args[0])
     max_len = int(args[1]) if len(args) > 1 else 8192
     out.mkdir(parents=True, exist_ok=True)
-    eos_id = write_tokenizer(out)
-    write_config(out, eos_id, max_len)
+    eos_id, tokens = write_tokenizer(out)
+    write_config(out, eos_id, max_len, model_vocab(tokens))
     if "--weights" in flags:
         write_weights(out)
     print(out)
