@@ -17,6 +17,7 @@ import gc
 import importlib.machinery
 import importlib.util
 import multiprocessing
+import multiprocessing.context
 import os
 import sys
 
@@ -25,12 +26,12 @@ gc.set_threshold(100_000, 50, 100)
 _get_context = multiprocessing.get_context
 
 
-def _fork_for_spawn(method=None):  # type: ignore[no-untyped-def]
+def _fork_for_spawn(method: str | None = None) -> multiprocessing.context.BaseContext:
     """``multiprocessing.get_context`` with ``spawn`` answered by ``fork``."""
     return _get_context("fork" if method == "spawn" else method)
 
 
-multiprocessing.get_context = _fork_for_spawn
+multiprocessing.get_context = _fork_for_spawn  # type: ignore[assignment]  # (an overloaded function there)
 
 
 def _chain() -> None:
