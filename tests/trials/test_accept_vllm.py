@@ -32,7 +32,8 @@ def accept(url: str, tmp: Path, *extra: str) -> tuple[int, dict[str, dict[str, A
 
 
 def test_queue_saturation_and_prefix_cache_pass(vllm_server: LocalEngine, tmp_path: Path) -> None:
-    code, trials, summary = accept(vllm_server.url, tmp_path, "--trials", "saturation,prefix-cache")
+    out = tmp_path / "run"
+    code, trials, summary = accept(vllm_server.url, tmp_path, "--trials", "saturation,prefix-cache", "--out", str(out))
     assert list(trials) == ["saturation", "prefix-cache"]
     sat = trials["saturation"]
     steps = sat["evidence"]["steps"]
@@ -50,6 +51,7 @@ def test_queue_saturation_and_prefix_cache_pass(vllm_server: LocalEngine, tmp_pa
     assert ev["hits"] == 16 * 1024 and ev["hit_rate"] == pytest.approx(ev["expected_hit_rate"], abs=0.02)
     assert summary["server"]["max_model_len"] == 4096 and summary["server"]["prefix_caching"] is True
     assert code == (0 if summary["passed"] else 1)
+    assert summary == json.loads((out / "summary.json").read_text())  # --json and the run folder agree
 
 
 def test_prefix_cache_off_fails_functionally(small_kv_server: LocalEngine, tmp_path: Path) -> None:
