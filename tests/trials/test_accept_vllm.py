@@ -3,7 +3,8 @@
 The default small profile end to end (every trial, its run folder, its report) is checked on the demo's
 run (tests/demo/test_demo_vllm.py), which puts the same profile through the same code on its own server.
 
-The session server runs with --max-num-seqs 4 and prefix caching on; a second one (``small_kv_server``,
+The session server runs with --max-num-seqs 4 and prefix caching on; its saturation and prefix-cache run
+is shared with the capacity test that compares against it (``saturation_run``). A second one (``small_kv_server``,
 shared with the reasoning tests) has prefix caching off and a KV cache of 64 blocks (8,192 tokens), so the
 kv-tier trial can build a working set above its capacity.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.engine_runs import AcceptRun
 from typer.testing import CliRunner
 
 from seatrial.cli.app import app
@@ -31,9 +33,10 @@ def accept(url: str, tmp: Path, *extra: str) -> tuple[int, dict[str, dict[str, A
     return result.exit_code, {t["name"]: t for t in summary["trials"]}, summary
 
 
-def test_queue_saturation_and_prefix_cache_pass(vllm_server: LocalEngine, tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    code, trials, summary = accept(vllm_server.url, tmp_path, "--trials", "saturation,prefix-cache", "--out", str(out))
+def test_queue_saturation_and_prefix_cache_pass(saturation_run: AcceptRun) -> None:
+    """The shipped small profile's saturation and prefix-cache trials on the session server, at the SLO
+    and with the longer answers the capacity test compares against (``saturation_run``)."""
+    code, trials, summary, out = saturation_run
     assert list(trials) == ["saturation", "prefix-cache"]
     sat = trials["saturation"]
     steps = sat["evidence"]["steps"]
