@@ -190,14 +190,9 @@ def step_capacity(ctx: DemoContext) -> dict[str, Any]:
 
 def experiment_plan(ctx: DemoContext) -> dict[str, Any]:
     """max-num-seqs 2 against 8 on the demo's model, 2 fresh starts each, decided on output tok/s at C=8."""
-    from seatrial.server.engine import FAST_START, FAST_START_ENV, engine_python
-
-    serve = [str(engine_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", str(ctx.model_dir),
-             "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "{port}", "--max-model-len", "1024",
-             *FAST_START]  # fmt: skip
+    spec = EngineSpec(model_dir=ctx.model_dir, max_model_len=1024, kv_cache_gib=KV_CACHE_GIB, dummy_weights=False)
     return {
-        "serve": {"command": serve, "env": {"VLLM_CPU_KVCACHE_SPACE": f"{KV_CACHE_GIB:g}", **FAST_START_ENV}, "stop_grace_s": 30,
-                  "nice": SERVE_NICE},
+        "serve": {"command": spec.serve_command(), "env": spec.env(), "stop_grace_s": 30, "nice": SERVE_NICE},
         "baseline": {"name": "seqs-2", "args": ["--max-num-seqs", "2"]},
         "treatments": [{"name": "seqs-8", "args": ["--max-num-seqs", "8"]}],
         "workload": {"model": "tiny", "workload": "random", "input_len": 64, "output_len": 32, "concurrency": [8],

@@ -32,7 +32,7 @@ import yaml
 from tests.clirun import invoke
 
 from seatrial.guard.history import read_history
-from seatrial.server.engine import FAST_START, FAST_START_ENV, SERVE_NICE, LocalEngine, engine_python
+from seatrial.server.engine import SERVE_NICE, EngineSpec, LocalEngine
 
 pytestmark = pytest.mark.engine
 
@@ -58,12 +58,10 @@ def capacity_slo(url: str, tmp: Path) -> float:
 
 
 def plan(model: Path, broken_build: Path, slo_ms: float) -> dict[str, Any]:
-    serve = [str(engine_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
-             "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "{port}", "--max-model-len", "1024",
-             "--load-format", "dummy", *FAST_START]  # fmt: skip
+    spec = EngineSpec(model_dir=model, max_model_len=1024, kv_cache_gib=1)
     return {
-        "serve": {"command": serve, "env": {"VLLM_CPU_KVCACHE_SPACE": "1", **FAST_START_ENV}, "ready_timeout_s": 600,
-                  "stop_grace_s": 45, "guard": {"min_available_gib": 1}, "nice": SERVE_NICE},
+        "serve": {"command": spec.serve_command(), "env": spec.env(), "ready_timeout_s": 600, "stop_grace_s": 45,
+                  "guard": {"min_available_gib": 1}, "nice": SERVE_NICE},
         "baseline": {"name": "seqs-1", "args": ["--max-num-seqs", "1"]},
         "treatments": [
             {"name": "seqs-8", "args": ["--max-num-seqs", "8"]},

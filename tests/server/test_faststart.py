@@ -8,8 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from seatrial.childenv import child_environ
-from seatrial.server.engine import FAST_START_ENV, FAST_START_SHIM
+from seatrial.experiment.plan import Serve
+from seatrial.server.engine import FAST_START, FAST_START_ENV, FAST_START_SHIM, EngineSpec
 
 SPAWNED = (  # MARK is set by the parent at run time: a forked child has it, a spawned one imports afresh without
     "import multiprocessing as mp\n"
@@ -56,3 +59,18 @@ def test_a_sitecustomize_further_along_the_path_still_runs(tmp_path: Path) -> No
         "import sitecustomize; print('module', sitecustomize.__file__)", f"{FAST_START_SHIM}:{tmp_path}"
     )
     assert out.splitlines() == ["theirs 100000", f"module {tmp_path / 'sitecustomize.py'}"]
+
+
+def test_a_plans_serve_command_is_the_engines_argv_with_its_port_left_to_fill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The demo's experiment and the experiment test start their servers from ``serve_command``: the very
+    argv a LocalEngine of the same spec runs, fast-start flags included, with ``{port}`` for each start."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").touch()
+    monkeypatch.setenv("SEATRIAL_ENGINE_VENV", str(tmp_path))
+    spec = EngineSpec(model_dir=tmp_path / "model", max_model_len=1024, kv_cache_gib=1)
+    command = spec.serve_command()
+    assert [part.replace("{port}", "8123") for part in command] == spec.argv(8123)
+    assert command[command.index("--port") + 1] == "{port}" and set(FAST_START) <= set(command)
+    assert Serve(command=command, env=spec.env()).command == command  # a plan takes it as it is

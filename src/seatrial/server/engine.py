@@ -82,7 +82,12 @@ class EngineSpec:
         env = {"VLLM_CPU_KVCACHE_SPACE": f"{self.kv_cache_gib:g}", "VLLM_LOGGING_LEVEL": "INFO"}
         return env | (FAST_START_ENV if self.fast_start else {}) | (tracing_env() if self.otlp_endpoint else {})
 
-    def argv(self, port: int) -> list[str]:
+    def serve_command(self) -> list[str]:
+        """``argv`` with the port left as ``{port}``: an experiment plan's ``serve.command``, filled in at
+        every start (the demo's experiment and the tests start their servers from it)."""
+        return self.argv("{port}")
+
+    def argv(self, port: int | str) -> list[str]:
         args = [
             *self.wrapper,
             str(engine_python()),
