@@ -94,8 +94,8 @@ class SessionEngines:
         if name not in self.engines:
             names = [n for n in [name, *self.needed] if n not in self.engines]
             launched = {n: SESSION_ENGINES[n](self.tmp.mktemp(n), self.model) for n in dict.fromkeys(names)}
+            ready(*launched.values())  # where one fails, all of them are stopped and none is kept
             self.engines |= launched
-            ready(*launched.values())
         return self.engines[name]
 
     def stop(self) -> None:
