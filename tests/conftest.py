@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from seatrial.server.engine import LocalEngine, engine_venv, make_tiny_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # makes ``tests.*`` helpers importable
 
-from tests.engine_fixtures import launch_engine, ready
+from tests.engine_fixtures import SessionEngines, launch_engine
 from tests.ports import quiet_port
 from tests.ray_cluster import RayCluster, start_cluster
 
@@ -79,36 +78,11 @@ def _small_kv_server(tmp: Path, model: Path) -> LocalEngine:
 SESSION_ENGINES = {"vllm_server": _session_server, "small_kv_server": _small_kv_server}
 
 
-class SessionEngines:
-    """The session's engines, each started once. The first one a test asks for is launched together with
-    every other that the selected tests will ask for, and all are ready before it is handed out: a start is
-    mostly one core importing vLLM, so two of them overlap on the 2-core host (about 12 s sooner than one
-    after the other), and no start runs beside a test's load."""
-
-    def __init__(self, tmp: pytest.TempPathFactory, model: Path, items: list[pytest.Item]) -> None:
-        self.tmp, self.model, self.engines = tmp, model, dict[str, LocalEngine]()
-        self.needed = [name for name in SESSION_ENGINES
-                       if any(name in getattr(item, "fixturenames", ()) for item in items)]  # fmt: skip
-
-    def __getitem__(self, name: str) -> LocalEngine:
-        if name not in self.engines:
-            names = [n for n in [name, *self.needed] if n not in self.engines]
-            launched = {n: SESSION_ENGINES[n](self.tmp.mktemp(n), self.model) for n in dict.fromkeys(names)}
-            ready(*launched.values())  # where one fails, all of them are stopped and none is kept
-            self.engines |= launched
-        return self.engines[name]
-
-    def stop(self) -> None:
-        """Every engine stopped at once (each waits for its own graceful exit)."""
-        with ThreadPoolExecutor() as pool:
-            list(pool.map(LocalEngine.stop, self.engines.values()))
-
-
 @pytest.fixture(scope="session")
 def session_engines(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tiny_model: Path
 ) -> Iterator[SessionEngines]:
-    engines = SessionEngines(tmp_path_factory, tiny_model, request.session.items)
+    engines = SessionEngines(SESSION_ENGINES, tmp_path_factory, tiny_model, request.session.items)
     yield engines
     engines.stop()
 
