@@ -74,3 +74,18 @@ def test_a_plans_serve_command_is_the_engines_argv_with_its_port_left_to_fill(
     assert [part.replace("{port}", "8123") for part in command] == spec.argv(8123)
     assert command[command.index("--port") + 1] == "{port}" and set(FAST_START) <= set(command)
     assert Serve(command=command, env=spec.env()).command == command  # a plan takes it as it is
+
+
+def test_the_shim_goes_in_front_of_the_users_own_pythonpath(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fast start adds the shim to the engine's PYTHONPATH; what the user had there is kept behind it, as
+    an engine started without the fast start inherits it."""
+    spec = EngineSpec(model_dir=tmp_path)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert spec.env()["PYTHONPATH"] == str(FAST_START_SHIM)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}/a:{tmp_path}/b")
+    assert spec.env()["PYTHONPATH"] == f"{FAST_START_SHIM}:{tmp_path}/a:{tmp_path}/b"
+    assert "PYTHONPATH" not in EngineSpec(model_dir=tmp_path, fast_start=False).env()  # inherited as it is
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "theirs.py").write_text("print('theirs')\n")
+    out = run("import theirs, gc; print(gc.get_threshold()[0])", spec.env()["PYTHONPATH"])
+    assert out.split() == ["theirs", "100000"]

@@ -35,6 +35,12 @@ FAST_START_SHIM = Path(__file__).with_name("faststart")
 FAST_START_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "PYTHONPATH": str(FAST_START_SHIM)}
 
 
+def fast_start_env() -> dict[str, str]:
+    """FAST_START_ENV with the shim put in front of this process's own PYTHONPATH, not in its place."""
+    theirs = os.environ.get("PYTHONPATH")
+    return FAST_START_ENV | ({"PYTHONPATH": f"{FAST_START_SHIM}{os.pathsep}{theirs}"} if theirs else {})
+
+
 def engine_venv() -> Path:
     return Path(os.environ.get("SEATRIAL_ENGINE_VENV", Path.home() / ".cache/seatrial/engine-venv"))
 
@@ -80,7 +86,7 @@ class EngineSpec:
 
     def env(self) -> dict[str, str]:
         env = {"VLLM_CPU_KVCACHE_SPACE": f"{self.kv_cache_gib:g}", "VLLM_LOGGING_LEVEL": "INFO"}
-        return env | (FAST_START_ENV if self.fast_start else {}) | (tracing_env() if self.otlp_endpoint else {})
+        return env | (fast_start_env() if self.fast_start else {}) | (tracing_env() if self.otlp_endpoint else {})
 
     def serve_command(self) -> list[str]:
         """``argv`` with the port left as ``{port}``: an experiment plan's ``serve.command``, filled in at
