@@ -5,7 +5,8 @@ Two sources, both the kernel's own counts:
 - BSD process accounting (``acct(2)``, root only): one record per process as it exits, with its user and
   system CPU over all its threads (in 1/100 s), its pid, parent pid, start time and command name;
 - a sampler reading ``/proc`` every ``period_s``: the command line of every process alive then, which
-  names its kind; a process that lived less than a period is given its parent's kind.
+  names its kind; a process that lived less than a period, or whose command line names no kind (a test's
+  synthetic server, a memory hog), is given its parent's kind.
 
 Processes that started during the measurement and still run at its end are counted from ``/proc`` and
 named as left running. What no record covers (the kernel's own threads, interrupts, processes that
@@ -38,7 +39,9 @@ def kind(argv: list[str]) -> str:
     head = " ".join(argv[:4])
     if argv[0].startswith(ENGINE_VENV) or "VLLM" in argv[0] or "vllm.entrypoints" in head:
         return "vLLM engines (engine venv)"
-    if any(a == "seatrial" or a.endswith("/bin/seatrial") for a in argv[:2]) or argv[1:3] == ["-m", "seatrial"]:
+    if any(a == "seatrial" or a.endswith("/bin/seatrial") for a in argv[:2]) or (
+        argv[1:2] == ["-m"] and argv[2:3] and argv[2].split(".")[0] == "seatrial"
+    ):
         return "seatrial CLI (own processes)"
     if "pytest" in head or "xdist" in head or "sys.stdin.readline" in head:  # an xdist worker runs execnet's loop
         return "pytest (tests, in-process CLI, load workers)"
@@ -96,7 +99,8 @@ class Sampler(threading.Thread):
                 with contextlib.suppress(OSError):
                     argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
                     if argv[0]:  # kernel threads have none
-                        self.kinds[key] = kind(argv)
+                        own, parent = kind(argv), self.kind_of(-1, key[1], stat[0])
+                        self.kinds[key] = parent if own == "other" and parent else own  # a test's helper is the test's
                         self.by_pid[key[0]].append((key[1], self.kinds[key]))
         return seen
 

@@ -6,7 +6,9 @@ own), measured in the same run.
 The two starts alternate for ROUNDS rounds (so drift hits both alike); each is timed from launch to a
 healthy server that lists its model (``LocalEngine.wait_ready``), then stopped. Prints every start, the
 medians, their ratio, the thresholds each engine Python got and how many times each start's log shows vLLM
-being imported (its "Triton is installed" line: once per process that imports vLLM). Run on a quiet machine:
+being imported (its "Triton is installed" line: once per process that imports vLLM), and the CPU time the
+machine was busy from launch to ready (``suite_cpu.busy_s``: what a start costs the suite's CPU floor). Run
+on a quiet machine:
 ``.venv/bin/python benchmarks/engine_start.py [ROUNDS]``.
 """
 
@@ -18,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from suite_cpu import busy_s
 
 from seatrial.childenv import child_environ
 from seatrial.server.engine import EngineSpec, LocalEngine, engine_python, make_tiny_model
@@ -41,12 +45,12 @@ def thresholds(spec: EngineSpec) -> str:
     return done.stdout.strip()
 
 
-def ready_s(spec: EngineSpec, log: Path) -> tuple[float, int]:
-    """Seconds to ready, and how many processes of the start imported vLLM."""
-    t = time.monotonic()
+def ready_s(spec: EngineSpec, log: Path) -> tuple[float, float, int]:
+    """Seconds to ready, the machine's busy CPU seconds till then, and how many processes imported vLLM."""
+    t, cpu = time.monotonic(), busy_s()
     with LocalEngine(spec, log):
-        took = time.monotonic() - t
-    return took, log.read_text(errors="replace").count(IMPORT_LINE)
+        took, used = time.monotonic() - t, busy_s() - cpu
+    return took, used, log.read_text(errors="replace").count(IMPORT_LINE)
 
 
 def main() -> None:
@@ -57,14 +61,19 @@ def main() -> None:
         for name, spec in specs.items():
             print(f"# {name}: engine Python's gc thresholds {thresholds(spec)}", flush=True)
         times: dict[str, list[float]] = {name: [] for name in specs}
+        cpus: dict[str, list[float]] = {name: [] for name in specs}
         for r in range(rounds):
             for name, spec in (specs.items() if r % 2 == 0 else reversed(specs.items())):
-                took, imports = ready_s(spec, Path(tmp) / f"{name}-{r}.log")
+                took, used, imports = ready_s(spec, Path(tmp) / f"{name}-{r}.log")
                 times[name].append(took)
-                print(f"round {r + 1}: {name} ready in {took:.1f} s, vLLM imported {imports}x", flush=True)
+                cpus[name].append(used)
+                print(f"round {r + 1}: {name} ready in {took:.1f} s ({used:.1f} CPU-s), vLLM imported {imports}x",
+                      flush=True)  # fmt: skip
     shim, plain = (statistics.median(times[n]) for n in ("shim", "no-shim"))
     print(f"median ready: shim {shim:.1f} s, no-shim {plain:.1f} s over {rounds} rounds each")
     print(f"ratio shim / no-shim: {shim / plain:.2f} ({plain - shim:.1f} s less per start)")
+    shim_cpu, plain_cpu = (statistics.median(cpus[n]) for n in ("shim", "no-shim"))
+    print(f"median CPU to ready: shim {shim_cpu:.1f} CPU-s, no-shim {plain_cpu:.1f} CPU-s")
 
 
 if __name__ == "__main__":

@@ -36,11 +36,10 @@ def bench_at(url: str, rate: float, slo: str, folder: Path) -> dict[str, Any]:
 def test_rate_capacity_is_met_below_it_and_missed_above_it(
     vllm_server: LocalEngine, user_slo: str, one_user: dict[str, Any], tmp_path: Path
 ) -> None:
-    slo = user_slo
     # what 4 slots could serve at one user's speed: more than they serve at all (a batch of 4 runs slower
     # per request here), so the first probe MISSES and first_failing names a load that truly failed
     start = 4 / (one_user["e2e_ms"]["p50"] / 1000)
-    r = invoke(["capacity", "--url", vllm_server.url, *WORKLOAD, "--slo", slo, "--attainment", "0.8",
+    r = invoke(["capacity", "--url", vllm_server.url, *WORKLOAD, "--slo", user_slo, "--attainment", "0.8",
                 "--confidence", "0.9", "--start", f"{start:.2f}", "--precision", "0.5", "--probe-requests", "30",
                 "--max-probe-requests", "60", "--out", str(tmp_path / "cap"), "--json", str(tmp_path / "c.json")])  # fmt: skip
     assert r.code == 0, r.output
@@ -49,15 +48,15 @@ def test_rate_capacity_is_met_below_it_and_missed_above_it(
     assert cap["found"] and cap["first_failing_rate_req_s"] is not None, s["capacity"]
     assert cap["upper_rate_req_s"] <= cap["first_failing_rate_req_s"], s["capacity"]
     assert s["limit"]["classification"] in ("QUEUE_SATURATION", "KV_PRESSURE", "THROUGHPUT_PLATEAU", "SLO_CLIFF")
-    bound = {"ttft_ms": float(slo.split(":")[1])}
+    bound = {"ttft_ms": float(user_slo.split(":")[1])}
     # below: never shown to miss, judged as a probe is (consecutive batches, the search's confidence). Forty
     # Poisson arrivals can bunch: in a CI run here 20 came in 2.3 s at a mean of 4 req/s, queued, and 25 of
     # 40 met the bound at 0.8x a capacity whose probe had met it 29 of 30 (interval [0.35, 0.84])
-    bench_at(vllm_server.url, 0.8 * cap["rate_req_s"], slo, tmp_path / "below")
+    bench_at(vllm_server.url, 0.8 * cap["rate_req_s"], user_slo, tmp_path / "below")
     rows = measured(tmp_path / "below")
     judged = judge([rows], bound, 0.8, 0.9)
     assert len(rows) == 40 and judged.verdict != "MISSES", (judged.share, [round(r.ttft_ms or -1) for r in rows])
-    above = bench_at(vllm_server.url, 2 * cap["first_failing_rate_req_s"], slo, tmp_path / "above")
+    above = bench_at(vllm_server.url, 2 * cap["first_failing_rate_req_s"], user_slo, tmp_path / "above")
     judged = judge([measured(tmp_path / "above")], bound, 0.8, 0.9)
     assert judged.verdict == "MISSES", (judged.share, above["goodput"])
     assert above["server"]["waiting_max"] > 0  # the load beyond capacity queued in the engine
