@@ -6,8 +6,8 @@ kept busy, and the least wall time that CPU time allows (busy CPU time / cores: 
 parallel, finishes sooner unless the work itself shrinks). Then, for each phase, where that CPU time went
 by kind of process (``cpu_by_process.py``: the vLLM engines, seatrial's CLI processes, pytest, Ray,
 Chromium, ssh/rsync; root only, as it reads the kernel's process accounting). Run on a quiet machine
-(anything else running counts as busy): ``.venv/bin/python benchmarks/suite_cpu.py [pytest args...]``;
-exits with the first failing phase's status.
+(anything else running counts as busy): ``.venv/bin/python benchmarks/suite_cpu.py [pytest args...]``
+(``SEATRIAL_TEST_PHASE=1`` or ``2`` runs that phase alone); exits with the first failing phase's status.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def main(args: list[str]) -> int:
     cores = os.cpu_count() or 1
     results: dict[str, dict[str, float]] = {}
     codes, splits = [], {}
-    for phase in ("1", "2"):
+    for phase in [os.environ["SEATRIAL_TEST_PHASE"]] if "SEATRIAL_TEST_PHASE" in os.environ else ["1", "2"]:
         code, results[f"phase {phase}"], splits[f"phase {phase}"] = run_phase(phase, args)
         codes.append(code)
     total = {k: sum(m[k] for m in results.values()) for k in ("wall", "busy", "children")}
