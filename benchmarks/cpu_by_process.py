@@ -4,11 +4,11 @@ pytest processes (the tests, the CLI they run in-process, their load workers), R
 Two sources, both the kernel's own counts:
 - BSD process accounting (``acct(2)``, root only): one record per process as it exits, with its user and
   system CPU over all its threads (in 1/100 s), its pid, parent pid, start time and command name;
-- a sampler reading ``/proc`` every ``period_s``: the command line of every process alive then, which
+- a sampler reading every live process (psutil) every ``period_s``: the command line of every process alive then, which
   names its kind; a process that lived less than a period, or whose command line names no kind (a test's
   synthetic server, a memory hog), is given its parent's kind.
 
-Processes that started during the measurement and still run at its end are counted from ``/proc`` and
+Processes that started during the measurement and still run at its end are counted as they are then and
 named as left running. What no record covers (the kernel's own threads, interrupts, processes that
 started before) is left as the difference to the machine's busy time. Used by ``suite_cpu.py``; the
 accounting file is a temporary file, removed at the end, and accounting is switched off on every exit.
@@ -16,7 +16,6 @@ accounting file is a temporary file, removed at the end, and accounting is switc
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import resource
@@ -27,10 +26,10 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
-TICK = os.sysconf("SC_CLK_TCK")
+import psutil
+
 AHZ = 100  # acct(5): times in 1/100 s
 ACCT_V3 = struct.Struct("<ccHIIIIIIf8H16s")  # linux/acct.h, struct acct_v3: 64 bytes
-BOOT = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime"))
 ENGINE_VENV = os.environ.get("SEATRIAL_ENGINE_VENV", str(Path.home() / ".cache/seatrial/engine-venv"))
 
 
@@ -67,18 +66,8 @@ def comp_t(v: int) -> int:
     return (v & 0x1FFF) << (3 * (v >> 13))
 
 
-def read_stat(pid: str) -> tuple[int, int, float] | None:
-    """(parent pid, CPU ticks of all threads, start time in epoch seconds) of a live process."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(")") + 2 :].split()  # after the command name, which may hold spaces
-    return int(fields[1]), int(fields[11]) + int(fields[12]), BOOT + int(fields[19]) / TICK
-
-
 class Sampler(threading.Thread):
-    """Every ``period_s``: each process's kind (by command line) and CPU ticks, keyed by (pid, start)."""
+    """Every ``period_s``: each process's kind (by command line) and CPU seconds, keyed by (pid, start)."""
 
     def __init__(self, period_s: float = 0.5) -> None:
         super().__init__(daemon=True)
@@ -87,21 +76,19 @@ class Sampler(threading.Thread):
         self.by_pid: dict[int, list[tuple[float, str]]] = defaultdict(list)
         self.before = self.scan(record=False)
 
-    def scan(self, record: bool = True) -> dict[tuple[int, float], int]:
+    def scan(self, record: bool = True) -> dict[tuple[int, float], float]:
+        """CPU seconds of every live process now (all its threads), recording the kind of each new one."""
         seen = {}
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            stat = read_stat(pid)
-            if stat is None:
-                continue
-            key = (int(pid), stat[2])
-            seen[key] = stat[1]
-            if record and key not in self.kinds:
-                with contextlib.suppress(OSError):
-                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-                    if argv[0]:  # kernel threads have none
-                        own, parent = kind(argv), self.kind_of(-1, key[1], stat[0])
-                        self.kinds[key] = parent if own == "other" and parent else own  # a test's helper is the test's
-                        self.by_pid[key[0]].append((key[1], self.kinds[key]))
+        for proc in psutil.process_iter(["ppid", "create_time", "cpu_times", "cmdline"]):
+            info = proc.info
+            if info["create_time"] is None or info["cpu_times"] is None:
+                continue  # gone while read
+            key = (proc.pid, info["create_time"])
+            seen[key] = info["cpu_times"].user + info["cpu_times"].system
+            if record and key not in self.kinds and info["cmdline"]:  # kernel threads have none
+                own, parent = kind(info["cmdline"]), self.parent_kind(info["ppid"], key[1])
+                self.kinds[key] = parent if own == "other" and parent else own  # a test's helper is the test's
+                self.by_pid[proc.pid].append((key[1], self.kinds[key]))
         return seen
 
     def run(self) -> None:
@@ -111,8 +98,11 @@ class Sampler(threading.Thread):
     def kind_of(self, pid: int, start: float, ppid: int) -> str | None:
         """The kind seen for this process (start within a second, as acct rounds it), else its parent's."""
         own = [k for s, k in self.by_pid.get(pid, ()) if abs(s - start) < 1.5]
-        parent = [k for s, k in self.by_pid.get(ppid, ()) if s <= start + 1.5]
-        found = own or parent
+        return own[-1] if own else self.parent_kind(ppid, start)
+
+    def parent_kind(self, ppid: int, start: float) -> str | None:
+        """The kind of the latest process seen with pid ``ppid`` that started before ``start``."""
+        found = [k for s, k in self.by_pid.get(ppid, ()) if s <= start + 1.5]
         return found[-1] if found else None
 
 
@@ -146,15 +136,16 @@ class ByProcess:
         self.file = Path(name)
         if self.libc.acct(str(self.file).encode()) != 0:
             self.unavailable = f"process accounting (acct(2)) refused: {os.strerror(ctypes.get_errno())}"
+            return self
         self.sampler = Sampler()
         self.sampler.start()
         self.own0 = self_cpu_s()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.sampler.done.set()
-        self.sampler.join()
         if self.unavailable is None:
+            self.sampler.done.set()
+            self.sampler.join()
             self.libc.acct(None)
             self.count()
             self.totals["this benchmark (its /proc sampler)"] += self_cpu_s() - self.own0
@@ -162,14 +153,14 @@ class ByProcess:
 
     def count(self) -> None:
         before = defaultdict(list)
-        for (pid, start), ticks in self.sampler.before.items():
-            before[pid].append((start, ticks / TICK))
+        for (pid, start), cpu_s in self.sampler.before.items():
+            before[pid].append((start, cpu_s))
         for pid, ppid, start, cpu, comm in records(self.file):
             spent = cpu - sum(c for s, c in before.get(pid, ()) if abs(s - start) < 1.5)  # only what it spent since
             self.totals[self.sampler.kind_of(pid, start, ppid) or kind_by_name(comm)] += spent
-        for key, ticks in self.sampler.scan().items():  # still running: started during, or before
+        for key, cpu_s in self.sampler.scan().items():  # still running: started during, or before
             if key in self.sampler.kinds and key not in self.sampler.before:
-                self.totals[f"{self.sampler.kinds[key]}, left running"] += ticks / TICK
+                self.totals[f"{self.sampler.kinds[key]}, left running"] += cpu_s
 
 
 def table(totals: dict[str, float], busy_s: float, top: int = 8) -> list[str]:

@@ -4,7 +4,7 @@ with ``OMP_NUM_THREADS=1``, measured in the same run.
 
 Starts alternate (ABBA over ROUNDS rounds, so drift hits both alike). In each start, once ready, ``seatrial
 bench`` runs 64 requests at C=1 and C=8 (64 tokens in, 32 out); the engine's CPU time over the bench is read
-from ``/proc`` (the API server and its engine core, every thread). Prints each start, then for each measure
+with psutil (the API server and its engine core, every thread). Prints each start, then for each measure
 the change from default threads to one, by Welch's t on the logs with one value per start, and its 95%
 interval (``seatrial.stats.effects.welch_log``, the experiment's own method). Run on a quiet machine:
 ``.venv/bin/python benchmarks/engine_threads.py [ROUNDS]`` (default 4: 8 starts, about 4 minutes here).
@@ -19,11 +19,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+import psutil
+
 from seatrial.server.engine import SERVE_NICE, EngineSpec, LocalEngine, make_tiny_model
 from seatrial.stats.effects import welch_log
 
 ROOT = Path(__file__).resolve().parents[1]
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 class OneThread(EngineSpec):
@@ -33,34 +34,20 @@ class OneThread(EngineSpec):
         return super().env() | {"OMP_NUM_THREADS": "1"}
 
 
-def tree_ticks(pid: int) -> int:
-    """CPU ticks of ``pid`` and its descendants (all threads of each), read now."""
-    ticks: dict[int, int] = {}
-    children: dict[int, list[int]] = {}
-    for p in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            raw = Path(f"/proc/{p}/stat").read_text()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2 :].split()  # after the command name, which may hold spaces
-        ticks[int(p)] = int(fields[11]) + int(fields[12])
-        children.setdefault(int(fields[1]), []).append(int(p))
-    total, todo = 0, [pid]
-    while todo:
-        one = todo.pop()
-        total += ticks.get(one, 0)
-        todo += children.get(one, [])
-    return total
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of ``pid`` and its descendants (all threads of each), read now."""
+    root = psutil.Process(pid)
+    return sum(sum(p.cpu_times()[:2]) for p in [root, *root.children(recursive=True)])
 
 
 def measure(spec: EngineSpec, tmp: Path, name: str) -> dict[str, float]:
     """tok/s at C=1 and C=8, and the engine's CPU seconds per 1,000 output tokens, of one fresh start."""
     with LocalEngine(spec, tmp / f"{name}.log") as engine:
-        before = tree_ticks(engine.proc.pid)
+        before = tree_cpu_s(engine.proc.pid)
         done = subprocess.run([str(ROOT / ".venv/bin/seatrial"), "bench", "--url", engine.url, "--input-len", "64",
                                "--output-len", "32", "--ignore-eos", "--concurrency", "1,8", "--requests", "64",
                                "--json", str(tmp / f"{name}.json")], capture_output=True, text=True)  # fmt: skip
-        cpu = (tree_ticks(engine.proc.pid) - before) / TICK
+        cpu = tree_cpu_s(engine.proc.pid) - before
     if done.returncode != 0:
         sys.exit(f"bench failed ({done.returncode}): {done.stdout[-2000:]}{done.stderr[-2000:]}")
     levels = {lv["concurrency"]: lv for lv in json.loads((tmp / f"{name}.json").read_text())["levels"]}
