@@ -19,12 +19,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-#: NVLink multicast stays off: on shared hosts it can take the GPUs out of service.
-SAFE_NCCL_ENV = {
-    "NCCL_NVLS_ENABLE": "0",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-    "NVSHMEM_DISABLE_NVLS": "1",
-}
+from seatrial.childenv import SAFE_NCCL_ENV
+
 OPS = ("all_reduce", "all_gather")
 RESULT_TIMEOUT_S = 900.0
 
