@@ -42,7 +42,14 @@ def _collectives(ev: dict[str, Any]) -> str:
     if not ev.get("busbw_gbps"):
         return ""
     peaks = {op: max(v.values()) for op, v in ev["busbw_gbps"].items()}
-    return "max busbw " + ", ".join(f"{op} {bw:.1f} GB/s" for op, bw in peaks.items())
+    line = "max busbw " + ", ".join(f"{op} {bw:.1f} GB/s" for op, bw in peaks.items())
+    groups = ev.get("by_group") or {}
+    if len(groups) < 2:
+        return line
+    ops = list(dict.fromkeys(op for per_op in groups.values() for op in per_op))
+    by_op = [f"{op} " + "/".join(f"{g[op]['busbw_gbps']:.0f}" if op in g else "-" for g in groups.values())
+             for op in ops]  # fmt: skip
+    return f"{line}; at the largest size on {'/'.join(groups)} ranks: " + ", ".join(by_op) + " GB/s"
 
 
 def _inventory(ev: dict[str, Any]) -> str:
