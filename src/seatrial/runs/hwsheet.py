@@ -55,7 +55,9 @@ def _collectives(ev: dict[str, Any]) -> str:
 def _inventory(ev: dict[str, Any]) -> str:
     if "count" not in ev:
         return ""
-    return f"{ev['count']} GPU(s), driver {ev.get('driver_version')}, CUDA {ev.get('cuda_driver_version')}"
+    line = f"{ev['count']} GPU(s), driver {ev.get('driver_version')}, CUDA {ev.get('cuda_driver_version')}"
+    topology = ev.get("topology") or {}
+    return f"{line}; {topology['summary']}" if topology.get("summary") else line
 
 
 #: trial (or trial family: ``precision`` for every ``precision.*``) -> its key figures in one line, from its
