@@ -71,9 +71,12 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
 
 
 def trial_summary(trial: TrialResult) -> str:
-    """The key figures of ``trial.evidence`` in one line ('' when there are none)."""
+    """The key figures of ``trial.evidence`` in one line ('' when there are none), with the trial's wall time
+    where it has figures (every selected GPU at once: seatrial.hw.runner)."""
     line = SUMMARIES.get(trial.name) or SUMMARIES.get(trial.name.split(".")[0])
-    return line(trial.evidence) if line else ""
+    text = line(trial.evidence) if line else ""
+    wall = trial.evidence.get("trial_wall_s")
+    return f"{text}; trial {wall:g} s wall" if text and isinstance(wall, int | float) else text
 
 
 def _short(kernel: str, limit: int = 60) -> str:
