@@ -9,7 +9,8 @@ import sys
 
 
 def main(path: str) -> None:
-    sheet = json.load(open(path))
+    with open(path) as f:
+        sheet = json.load(f)
     rows = sheet["trials"]
     walls = {r["name"]: r["evidence"]["trial_wall_s"] for r in rows if "trial_wall_s" in r.get("evidence", {})}
     print(f"{len(sheet['gpus'])} GPU(s); passed {sheet.get('passed')}; counts {sheet.get('counts')}")
@@ -24,8 +25,8 @@ def main(path: str) -> None:
     fleet = {(r["name"], r["gpu"]): r for r in rows if r["name"].startswith("fleet.")}
     for r in rows:
         if r["name"] in ("precision.bf16", "precision.fp8", "burn") and "tflops" in r.get("evidence", {}):
-            f = fleet.get(("fleet." + r["name"], r["gpu"]))
-            beside = (f"median {f['evidence'].get('kind_median')}, {f['verdict']}" if f else "no fleet row")
+            row = fleet.get(("fleet." + r["name"], r["gpu"]))
+            beside = f"median {row['evidence'].get('kind_median')}, {row['verdict']}" if row else "no fleet row"
             print(f"  {r['name']} GPU {r['gpu']}: {r['evidence']['tflops']} TFLOP/s ({beside})")
 
 

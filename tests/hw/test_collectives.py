@@ -11,6 +11,8 @@ import torch
 from seatrial.hw.collective_ops import OPS, _equal_chunks, bus_factor
 from seatrial.hw.collectives import group_sizes, message_sizes, run_collectives
 from seatrial.hw.collectives_judge import judge_collectives, unavailable_collectives
+from seatrial.hw.gpu_trials import COLLECTIVE_MIN_BYTES
+from seatrial.hw.models import HwConfig
 from seatrial.runs.hwsheet import trial_summary
 from seatrial.verdict import Verdict
 
@@ -38,9 +40,9 @@ def test_a_chunk_in_the_wrong_place_fails_the_check() -> None:
     assert not _equal_chunks(torch.tensor([1.0, 1.0, 2.0, 0.0]), 2, lambda i: i + 1)
 
 
-def test_default_sizes_run_from_1_mb_to_1_gb() -> None:
-    sizes = message_sizes(1 << 20, 1 << 30)
-    assert len(sizes) == 11 and sizes[0] == 1 << 20 and sizes[-1] == 1 << 30
+def test_default_sizes_run_from_1_mib_to_4_gib() -> None:
+    sizes = message_sizes(COLLECTIVE_MIN_BYTES, HwConfig().collective_max_bytes)
+    assert len(sizes) == 13 and sizes[0] == 1 << 20 and sizes[-1] == 4 << 30
     assert all(b == 2 * a for a, b in itertools.pairwise(sizes))
 
 
