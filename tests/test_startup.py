@@ -26,6 +26,17 @@ def test_quiet_blas_and_plugins_stay_out_of_children(monkeypatch: pytest.MonkeyP
     assert childenv.child_environ()["OPENBLAS_NUM_THREADS"] == "4"
 
 
+def test_every_child_gets_nvlink_multicast_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NVSHMEM_DISABLE_NVLS=1 in every
+    child's environment, over an inherited value; a caller's explicit ``extra`` still wins."""
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "1")
+    monkeypatch.delenv("NVSHMEM_DISABLE_NVLS", raising=False)
+    child = childenv.child_environ()
+    assert {k: child[k] for k in childenv.SAFE_NCCL_ENV} == {
+        "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}  # fmt: skip
+    assert childenv.child_environ({"NCCL_NVLS_ENABLE": "1"})["NCCL_NVLS_ENABLE"] == "1"
+
+
 #: pydantic too: options from the settings models come from their table (cli/fields.py)
 HEAVY = ("numpy", "aiohttp", "matplotlib", "jinja2", "scipy", "ml_dtypes", "torch", "ray", "seatrial.load.bench",
          "asyncio", "rich", "seatrial.runs.levels", "seatrial.runs.summaries.bench", "pydantic")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import torch
 
-from seatrial.hw.burn import burn_one
+from seatrial.hw.burn import burn_one, run_burn
 from seatrial.hw.burn_judge import judge_burn, summarize_samples
 from seatrial.hw.telemetry import abnormal_clock_events, decode_clock_events
 from seatrial.verdict import Verdict
@@ -92,3 +92,12 @@ def test_cpu_burn_loop_compares_every_chunk_and_finds_no_mismatch() -> None:
     assert ev["iterations"] >= ev["checks"] > 0
     assert ev["tflops"] == pytest.approx(2 * 64**3 * ev["iterations"] / ev["elapsed_s"] / 1e12, abs=0.011)
     assert ev["window"]["end_unix_s"] > ev["window"]["start_unix_s"]
+
+
+def test_burn_runs_on_every_device_at_once() -> None:
+    """Issue 43: the 8 GPUs of a host burn together (one thread per device, started behind a barrier), so
+    every device's window overlaps every other's (here 4 CPU devices)."""
+    raw = run_burn({g: torch.device("cpu") for g in range(4)}, 32, 0.1)
+    windows = [r["window"] for r in raw.values() if not isinstance(r, BaseException)]
+    assert sorted(raw) == [0, 1, 2, 3] and len(windows) == 4
+    assert max(w["start_unix_s"] for w in windows) < min(w["end_unix_s"] for w in windows)

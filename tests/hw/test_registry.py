@@ -64,7 +64,8 @@ def test_a_new_trial_is_one_registry_entry(monkeypatch: pytest.MonkeyPatch) -> N
         ("inventory", None, Verdict.PASS), ("echo", 0, Verdict.PASS), ("echo", 1, Verdict.PASS),
         ("echo.gpu", None, Verdict.UNAVAILABLE),
     ]  # fmt: skip
-    assert report.trials[1].evidence == {"seen": [0, 1]} and report.trials[3].reason == NO_CUDA
+    assert report.trials[1].evidence == {"seen": [0, 1], "trial_wall_s": report.trials[1].evidence["trial_wall_s"]}
+    assert report.trials[3].reason == NO_CUDA and "trial_wall_s" not in report.trials[3].evidence
     assert [row[0] for row in sheet_table(report.trials).rows] == ["inventory", "echo", "echo", "echo.gpu"]
     with pytest.raises(ConfigError, match="unknown trial 'warp'"):
         run_hw(HwConfig(trials=["warp"]))

@@ -100,7 +100,10 @@ def register(app: typer.Typer) -> None:
         ray: str | None = typer.Option(None, "--ray", help="Ray cluster address: the trials on every node"),
         nodes: str = typer.Option("all", "--nodes", help="with --ray: 'all' or node IDs / addresses"),
         fleet_margin: float = typer.Option(
-            0.10, "--fleet-margin", help="with --ray: REVIEW_REQUIRED this share below the fleet median"
+            0.10,
+            "--fleet-margin",
+            help="REVIEW_REQUIRED this share below the median of like GPUs (the host's; with --ray the fleet's)"
+            " or, for collectives, below the best smaller group's busbw",
         ),
     ) -> None:
         """Prove the GPUs: inventory, health, precision paths, burn, collectives, DCGM.
@@ -118,6 +121,7 @@ def register(app: typer.Typer) -> None:
                 dcgm_level=dcgm_level,
                 burn_min_share=burn_min_share,
                 matmul_size=matmul_size,
+                fleet_margin=fleet_margin,
             )
         if ray:
             fleet_run(ray, cfg, nodes, fleet_margin, parse_name_list(require), json_path, out_dir)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from seatrial.childenv import child_environ
 from seatrial.fleet.nodes import Place, Ssh
 from seatrial.interrupts import shielded
 
@@ -154,7 +155,7 @@ class Transfer:
 
     def _attempt(self, stream: Stream, argv: list[str]) -> None:
         stream.started, stream.stderr = time.monotonic(), []
-        env = {k: v for k, v in os.environ.items() if k not in ("RSYNC_OLD_ARGS", "RSYNC_PROTECT_ARGS")}
+        env = {k: v for k, v in child_environ().items() if k not in ("RSYNC_OLD_ARGS", "RSYNC_PROTECT_ARGS")}
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env=env)  # fmt: skip
         with self._lock:

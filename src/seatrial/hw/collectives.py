@@ -1,9 +1,11 @@
-"""``collectives``: all-reduce and all-gather through torch.distributed, one process per GPU (NCCL),
-or per CPU process (gloo, for tests), with nccl-tests' bandwidth formulas.
+"""``collectives``: all-reduce, all-gather, reduce-scatter and all-to-all through torch.distributed, one
+process per GPU (NCCL), or per CPU process (gloo, for tests), with nccl-tests' bandwidth formulas
+(seatrial.hw.collective_ops).
 
-For a message of S bytes taking t seconds (the slowest rank's mean): algbw = S / t and
-busbw = algbw * 2(n-1)/n for all-reduce, algbw * (n-1)/n for all-gather, where S is the all-gather's
-whole output, as nccl-tests counts it. Bandwidths are in GB/s (1e9 bytes).
+For a message of S bytes taking t seconds (the slowest rank's mean): algbw = S / t and busbw = algbw times
+the op's bus factor. Bandwidths are in GB/s (1e9 bytes). Every op and size runs on groups of 2, 4, 8, ...
+of the ranks and on all of them (:func:`group_sizes`; a group of k is ranks 0..k-1), the TP2/TP4/TP8 of
+seed 004: a slow link shows as the group size where busbw falls. Each row names its group's size (``ranks``).
 """
 
 from __future__ import annotations
@@ -19,19 +21,19 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-#: NVLink multicast stays off: on shared hosts it can take the GPUs out of service.
-SAFE_NCCL_ENV = {
-    "NCCL_NVLS_ENABLE": "0",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-    "NVSHMEM_DISABLE_NVLS": "1",
-}
-OPS = ("all_reduce", "all_gather")
+from seatrial.childenv import SAFE_NCCL_ENV
+from seatrial.hw.collective_ops import OPS, bus_factor, prepare
+
 RESULT_TIMEOUT_S = 900.0
 
 
-def bus_factor(op: str, world: int) -> float:
-    """nccl-tests' busbw / algbw ratio."""
-    return 2 * (world - 1) / world if op == "all_reduce" else (world - 1) / world
+def group_sizes(world: int) -> list[int]:
+    """2, 4, 8, ... below ``world``, then ``world`` itself (8 -> [2, 4, 8]; 6 -> [2, 4, 6])."""
+    sizes, k = [], 2
+    while k < world:
+        sizes.append(k)
+        k *= 2
+    return [*sizes, world]
 
 
 def message_sizes(min_bytes: int, max_bytes: int) -> list[int]:
@@ -47,55 +49,56 @@ def _iterations(size_bytes: int) -> int:
     return 20 if size_bytes <= 64 << 20 else 5
 
 
-def _measure(op: str, size_bytes: int, device: torch.device, world: int, rank: int) -> dict[str, Any]:
-    count = size_bytes // 4 // world * world  # float32 elements, divisible by the world size
-    per_rank = count // world
-    if op == "all_reduce":
-        buf = torch.full((count,), float(rank + 1), device=device)
-        run = lambda: dist.all_reduce(buf)  # noqa: E731
-    else:
-        buf = torch.full((per_rank,), float(rank + 1), device=device)
-        out = torch.empty(count, device=device)
-        run = lambda: dist.all_gather_into_tensor(out, buf)  # noqa: E731
-    run()
-    if op == "all_reduce":
-        correct = bool(torch.all(buf == world * (world + 1) / 2))
-        buf.fill_(0.0)
-    else:
-        correct = bool(
-            torch.equal(out.view(world, per_rank)[:, 0], torch.arange(1, world + 1, device=device).float())
-        )
-        correct = correct and bool(torch.all(out.view(world, per_rank) == out.view(world, per_rank)[:, :1]))
+def _measure(op: str, size_bytes: int, device: torch.device, group: Any, n: int, rank: int) -> dict[str, Any]:
+    """One op at one size on a group of ``n`` ranks: checked once, then timed (the slowest rank's mean)."""
+    count = size_bytes // 4 // n * n  # float32 elements, divisible by the group's size
+    ops = prepare(op, count, device, n, rank, group)
+    ops.run()
+    correct = ops.check()
     iters = _iterations(size_bytes)
-    dist.barrier()
+    dist.barrier(group=group)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     t0 = time.perf_counter_ns()
     for _ in range(iters):
-        run()
+        ops.run()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     stats = torch.tensor([(time.perf_counter_ns() - t0) / 1e9 / iters, -float(correct)], device=device)
-    dist.all_reduce(stats, op=dist.ReduceOp.MAX)  # slowest rank's time; any rank's failure
+    dist.all_reduce(stats, op=dist.ReduceOp.MAX, group=group)  # slowest rank's time; any rank's failure
     time_s, all_correct = float(stats[0]), float(stats[1]) < 0
     message_bytes = count * 4
     algbw = message_bytes / time_s / 1e9
     return {
         "op": op,
+        "ranks": n,
         "size_bytes": message_bytes,
         "time_us": round(time_s * 1e6, 2),
         "algbw_gbps": float(f"{algbw:.4g}"),
-        "busbw_gbps": float(f"{algbw * bus_factor(op, world):.4g}"),
+        "busbw_gbps": float(f"{algbw * bus_factor(op, n):.4g}"),
         "correct": all_correct,
         "iterations": iters,
     }
+
+
+def _measure_groups(sizes: list[int], device: torch.device, world: int, rank: int) -> list[dict[str, Any]]:
+    """Every op at every size on each group of :func:`group_sizes` (every rank creates every group, as
+    torch.distributed requires; the ranks outside one wait at the barrier)."""
+    rows: list[dict[str, Any]] = []
+    for k in group_sizes(world):
+        group = None if k == world else dist.new_group(list(range(k)))
+        if rank < k:
+            rows += [_measure(op, size, device, group, k, rank) for size in sizes for op in OPS]
+        dist.barrier()
+    return rows
 
 
 def _worker(
     rank: int, world: int, backend: str, port: int, cuda_ids: list[int], sizes: list[int], results: Any
 ) -> None:
     os.environ.update(SAFE_NCCL_ENV, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    warnings.filterwarnings("ignore", message=".*all_gather_into_tensor.*", category=FutureWarning)
+    for name in ("all_gather_into_tensor", "reduce_scatter_tensor"):  # deprecated here, older torch's only
+        warnings.filterwarnings("ignore", message=f".*{name}.*", category=FutureWarning)
     device = torch.device("cuda", cuda_ids[rank]) if backend == "nccl" else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -103,7 +106,7 @@ def _worker(
         backend, rank=rank, world_size=world, device_id=device if device.type == "cuda" else None
     )
     try:
-        rows = [_measure(op, size, device, world, rank) for size in sizes for op in OPS]
+        rows = _measure_groups(sizes, device, world, rank)
         if rank == 0:
             results.put(rows)
     finally:
@@ -131,7 +134,7 @@ def _free_port() -> int:
 def run_collectives(
     world: int, backend: str, sizes: list[int], cuda_ids: list[int] | None = None
 ) -> list[dict[str, Any]]:
-    """Spawn ``world`` processes and measure every op at every size; returns rank 0's rows.
+    """Spawn ``world`` processes and measure every op at every size on every group; returns rank 0's rows.
 
     Raises RuntimeError with the workers' exit codes when they do not report.
     """

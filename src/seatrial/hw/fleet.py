@@ -9,7 +9,10 @@ below the median and outside the spread (robust z below -3, or a spread of 0); I
 than ``margin`` below but inside a spread that wide (the kind varies too much to single one out), and
 when the kind's median is not above 0 (no reference); else PASS. A kind of 1 or 2 gets no relative
 verdict: UNAVAILABLE saying so (two cannot say which one is off). A node that does not answer is
-UNAVAILABLE with the reason; nothing here needs a GPU on the driver."""
+UNAVAILABLE with the reason; nothing here needs a GPU on the driver.
+
+The same rule judges the GPUs of one host (:func:`host_verdicts`, seed 004's 8 GPUs of a node): the per-GPU
+figures only, rows without a node, and only with 3 or more GPUs selected (a pair cannot say which is off)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from typing import Any
 from seatrial.errors import ConfigError
 from seatrial.hw.models import HwConfig
 from seatrial.runs.result import TrialResult
-from seatrial.runs.summaries.hw import HwFleetSummary, HwNode
+from seatrial.runs.summaries.hw import GpuInfo, HwFleetSummary, HwNode
 from seatrial.verdict import Verdict
 
 #: (fleet trial name, the trial it reads, how to read its figure from the evidence)
@@ -30,6 +33,8 @@ FLEET_METRICS = (
     ("fleet.burn", "burn", "tflops"),
     ("fleet.collectives", "collectives", "busbw_max_gbps"),
 )
+#: the figures of one GPU each: what the rule compares across the GPUs of one host
+HOST_METRICS = tuple(m for m in FLEET_METRICS if m[1] != "collectives")
 
 
 def figure(trial: dict[str, Any], key: str) -> float | None:
@@ -68,12 +73,14 @@ def kind(node: dict[str, Any], gpu: int | None) -> str:
     return ", ".join(f"{kinds.count(k)}x {k}" for k in dict.fromkeys(kinds)) or "node of unknown GPUs"
 
 
-def fleet_verdicts(nodes: list[dict[str, Any]], margin: float) -> list[TrialResult]:
+def fleet_verdicts(
+    nodes: list[dict[str, Any]], margin: float, metrics: tuple[tuple[str, str, str], ...] = FLEET_METRICS
+) -> list[TrialResult]:
     """One row per (node, GPU) and metric measured: judged against the others of its kind (see the
     module docstring)."""
     out: list[TrialResult] = []
-    for name, trial, key in FLEET_METRICS:
-        groups: dict[str, list[tuple[str, int | None, float]]] = {}
+    for name, trial, key in metrics:
+        groups: dict[str, list[tuple[str | None, int | None, float]]] = {}
         for n in nodes:
             for t in n["trials"]:
                 if t["name"] == trial and (v := figure(t, key)) is not None:
@@ -83,8 +90,18 @@ def fleet_verdicts(nodes: list[dict[str, Any]], margin: float) -> list[TrialResu
     return out
 
 
-def _judge(name: str, of_kind: str, found: list[tuple[str, int | None, float]], node: str, gpu: int | None,
-           value: float, margin: float) -> TrialResult:  # fmt: skip
+def host_verdicts(gpus: list[GpuInfo], trials: list[TrialResult], margin: float) -> list[TrialResult]:
+    """The rule across the GPUs of one host: each GPU's precision and burn figures against the median of
+    the host's like GPUs; none with fewer than MIN_OF_A_KIND GPUs selected."""
+    if len(gpus) < MIN_OF_A_KIND:
+        return []
+    node = {"node": None, "gpus": [g.to_json() for g in gpus],
+            "trials": [t.to_json() for t in trials if t.gpu is not None]}  # fmt: skip
+    return fleet_verdicts([node], margin, HOST_METRICS)
+
+
+def _judge(name: str, of_kind: str, found: list[tuple[str | None, int | None, float]], node: str | None,
+           gpu: int | None, value: float, margin: float) -> TrialResult:  # fmt: skip
     values = [v for _, _, v in found]
     evidence: dict[str, Any] = {"value": value, "kind": of_kind, "measured": len(values), "margin": margin}
     if len(values) < MIN_OF_A_KIND:
@@ -123,7 +140,7 @@ def _on_node(cfg: dict[str, Any]) -> dict[str, Any]:
     from seatrial.hw import HwConfig as Config
     from seatrial.hw import run_hw
 
-    run = run_hw(Config.model_validate(cfg))
+    run = run_hw(Config.model_validate(cfg), host_fleet=False)  # the fleet view judges every node's GPUs
     return {"sheet": run.report.to_json(), "hostname": socket.gethostname()}
 
 

@@ -90,4 +90,4 @@ def _collectives(cfg: HwConfig, devices: dict[int, torch.device]) -> TrialResult
         rows = run_collectives(len(devices), "nccl", sizes, cuda_ids)
     except RuntimeError as exc:
         return judge_error("collectives", None, exc)
-    return judge_collectives(rows, len(devices), "nccl")
+    return judge_collectives(rows, len(devices), "nccl", cfg.fleet_margin)

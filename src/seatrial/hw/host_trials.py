@@ -12,6 +12,7 @@ from seatrial.hw.health_judge import judge_health
 from seatrial.hw.inventory import judge_inventory
 from seatrial.hw.nvml import Nvml
 from seatrial.hw.registry import HEALTH_PARTS
+from seatrial.hw.topology import read_topology
 from seatrial.hw.xid import XidWatcher
 from seatrial.runs.result import TrialResult, because
 from seatrial.verdict import Verdict
@@ -25,7 +26,8 @@ def inventory(ctx: HwContext, name: str) -> list[TrialResult]:
     env = ctx.env
     if env.nvml is None:
         return [unavailable(name, env.nvml_reason or "NVML unavailable")]
-    return [judge_inventory(env.device_count, ctx.gpus, ctx.versions, ctx.cfg.expect_gpus)]
+    topology = read_topology(ctx.selected)
+    return [judge_inventory(env.device_count, ctx.gpus, ctx.versions, ctx.cfg.expect_gpus, topology)]
 
 
 def dcgm(ctx: HwContext, name: str) -> list[TrialResult]:

@@ -1,4 +1,5 @@
-"""``inventory``: which GPUs are there, as NVML describes them, and whether the count is right."""
+"""``inventory``: which GPUs are there, as NVML describes them, how they are joined (``nvidia-smi topo -m``,
+seatrial.hw.topology), and whether the count is right."""
 
 from __future__ import annotations
 
@@ -72,15 +73,23 @@ def read_versions(nvml: Nvml) -> dict[str, Any]:
 
 
 def judge_inventory(
-    visible: int, selected: list[GpuInfo], versions: dict[str, Any], expect_gpus: int | None
+    visible: int,
+    selected: list[GpuInfo],
+    versions: dict[str, Any],
+    expect_gpus: int | None,
+    topology: tuple[dict[str, Any] | None, str | None] = (None, None),
 ) -> TrialResult:
-    """PASS when at least ``expect_gpus`` GPUs are visible (any count when not given), else FAIL."""
+    """PASS when at least ``expect_gpus`` GPUs are visible (any count when not given), else FAIL.
+    ``topology``: the matrix read (seatrial.hw.topology.read_topology), or None and why not; evidence only."""
     evidence = {
         "count": visible,
         "expect_gpus": expect_gpus,
         **versions,
         "selected": [g.index for g in selected],
+        "topology": topology[0],
     }
+    if topology[1] is not None:
+        evidence["topology_unavailable"] = topology[1]
     if expect_gpus is not None and visible < expect_gpus:
         reason = f"{visible} GPU(s) visible, {expect_gpus} expected (--expect-gpus)"
         return TrialResult(

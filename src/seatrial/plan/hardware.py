@@ -7,13 +7,13 @@ same pool the OS, desktop and loader need.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 
 from pydantic import BaseModel, ConfigDict
 
+from seatrial.childenv import child_environ
 from seatrial.errors import ConfigError, HardwareError
 
 GB = 10**9
@@ -158,7 +158,7 @@ def detect_local() -> Hardware:
             text=True,
             timeout=30,
             check=True,
-            env={**os.environ, "LC_ALL": "C"},
+            env=child_environ({"LC_ALL": "C"}),
         ).stdout
     except (subprocess.SubprocessError, OSError) as exc:
         raise HardwareError(f"nvidia-smi failed: {exc}") from None

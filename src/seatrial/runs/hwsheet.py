@@ -42,13 +42,22 @@ def _collectives(ev: dict[str, Any]) -> str:
     if not ev.get("busbw_gbps"):
         return ""
     peaks = {op: max(v.values()) for op, v in ev["busbw_gbps"].items()}
-    return "max busbw " + ", ".join(f"{op} {bw:.1f} GB/s" for op, bw in peaks.items())
+    line = "max busbw " + ", ".join(f"{op} {bw:.1f} GB/s" for op, bw in peaks.items())
+    groups = ev.get("by_group") or {}
+    if len(groups) < 2:
+        return line
+    ops = list(dict.fromkeys(op for per_op in groups.values() for op in per_op))
+    by_op = [f"{op} " + "/".join(f"{g[op]['busbw_gbps']:.0f}" if op in g else "-" for g in groups.values())
+             for op in ops]  # fmt: skip
+    return f"{line}; at the largest size on {'/'.join(groups)} ranks: " + ", ".join(by_op) + " GB/s"
 
 
 def _inventory(ev: dict[str, Any]) -> str:
     if "count" not in ev:
         return ""
-    return f"{ev['count']} GPU(s), driver {ev.get('driver_version')}, CUDA {ev.get('cuda_driver_version')}"
+    line = f"{ev['count']} GPU(s), driver {ev.get('driver_version')}, CUDA {ev.get('cuda_driver_version')}"
+    topology = ev.get("topology") or {}
+    return f"{line}; {topology['summary']}" if topology.get("summary") else line
 
 
 #: trial (or trial family: ``precision`` for every ``precision.*``) -> its key figures in one line, from its
@@ -62,9 +71,12 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
 
 
 def trial_summary(trial: TrialResult) -> str:
-    """The key figures of ``trial.evidence`` in one line ('' when there are none)."""
+    """The key figures of ``trial.evidence`` in one line ('' when there are none), with the trial's wall time
+    where it has figures (every selected GPU at once: seatrial.hw.runner)."""
     line = SUMMARIES.get(trial.name) or SUMMARIES.get(trial.name.split(".")[0])
-    return line(trial.evidence) if line else ""
+    text = line(trial.evidence) if line else ""
+    wall = trial.evidence.get("trial_wall_s")
+    return f"{text}; trial {wall:g} s wall" if text and isinstance(wall, int | float) else text
 
 
 def _short(kernel: str, limit: int = 60) -> str:
