@@ -10,9 +10,10 @@ from typing import Any
 import aiohttp
 
 from seatrial.load.records import RequestRecord
+from seatrial.load.reuse import MAX_ATTEMPTS, GuardedConnector, begin_attempt, end_attempt
 from seatrial.load.spans import traceparent
 from seatrial.load.sse import Chunk, MalformedStream, is_done, parse_data_line
-from seatrial.load.stamps import StampedSocket, socket_of, stamped_socket
+from seatrial.load.stamps import StampedSocket, socket_of, stamped_socket, user_stamped_socket
 from seatrial.load.workloads import RequestSpec
 from seatrial.load.workloads.spec import is_messages
 
@@ -23,16 +24,15 @@ NO_TOKEN = "stream carried no output token"
 
 def new_http(timeout_s: float, stall_timeout_s: float, kernel_stamps: bool = True) -> aiohttp.ClientSession:
     timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=stall_timeout_s, sock_connect=10)
-    # Idle connections are dropped before the server drops them (uvicorn: 5 s), so a request never
-    # goes out on a socket the server is closing ("Server disconnected" that is no fault of the server).
-    connector = aiohttp.TCPConnector(
+    # Idle connections are dropped before the server drops them (uvicorn: 5 s), and a pooled one the
+    # server closed anyway (llama-server closes each after its stream) is never used (load.reuse).
+    connector = GuardedConnector(
         limit=0,
         ttl_dns_cache=300,
         keepalive_timeout=KEEPALIVE_S,
-        socket_factory=stamped_socket if kernel_stamps else None,
+        socket_factory=stamped_socket if kernel_stamps else user_stamped_socket,
     )
     return aiohttp.ClientSession(timeout=timeout, connector=connector, raise_for_status=False)
-
 
 
 @dataclass
@@ -173,38 +173,58 @@ async def send(
     answer: list[str] | None = None,
 ) -> RequestRecord:
     """Send ``spec``, stream the answer into ``rec`` (and its text into ``answer`` when given). Never raises
-    except for cancellation."""
+    except for cancellation. A request that went out on a pooled connection the server had closed and
+    that the server provably never read is sent again (``rec.resends``; see :mod:`seatrial.load.reuse`);
+    its times still count from the first send."""
     headers = {**ep.headers, "X-Request-Id": rec.request_id}
     if ep.trace_salt:
         headers["traceparent"] = traceparent(ep.trace_salt, rec.request_id)
     rec.send_ns = t0 = time.perf_counter_ns()
-    timing = _Timing(rec, t0, answer)
+    body = ep.payload(spec)
+    for _ in range(MAX_ATTEMPTS):
+        attempt, token = begin_attempt()
+        try:
+            rec.error = await _send_once(session, ep.url, body, headers, rec, _Timing(rec, t0, answer))
+        finally:
+            end_attempt(token)
+        rec.stale_connections += attempt.stale_dropped
+        if rec.error is None or rec.status is not None or not attempt.never_read():
+            break
+        rec.resends += 1
+        rec.error = None
+    if rec.error and rec.e2e_ms is None:
+        rec.e2e_ms = (time.perf_counter_ns() - t0) / NS_PER_MS
+    return rec
+
+
+async def _send_once(
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any], headers: dict[str, str],
+    rec: RequestRecord, timing: _Timing,
+) -> str | None:  # fmt: skip
+    """One send of the request; the error, if any."""
     try:
-        async with session.post(ep.url, json=ep.payload(spec), headers=headers) as resp:
+        async with session.post(url, json=body, headers=headers) as resp:
             rec.status = resp.status
             if resp.status != 200:
-                body = (await resp.read())[:300].decode(errors="replace")
-                rec.error = f"HTTP {resp.status}: {body}"
-                return rec
+                text = (await resp.read())[:300].decode(errors="replace")
+                return f"HTTP {resp.status}: {text}"
             sock = socket_of(_transport(resp))
             rec.stamps = "kernel" if sock is not None and sock.kernel else "user"
             done = await _consume(resp, timing, sock)
             timing.finish(timing.done_ns or time.perf_counter_ns())
             if not done:
-                rec.error = "stream ended before [DONE]"
-            elif timing.last_ns is None:
-                rec.error = NO_TOKEN
+                return "stream ended before [DONE]"
+            if timing.last_ns is None:
+                return NO_TOKEN
+            return None
     except MalformedStream as exc:
-        rec.error = str(exc)
+        return str(exc)
     except asyncio.TimeoutError:
-        rec.error = "timeout: no data within the stall or total timeout"
+        return "timeout: no data within the stall or total timeout"
     except aiohttp.ClientError as exc:
-        rec.error = f"{type(exc).__name__}: {exc}"
+        return f"{type(exc).__name__}: {exc}"
     except (OSError, ValueError) as exc:  # ValueError: aiohttp's line-too-long
-        rec.error = f"{type(exc).__name__}: {exc}"
-    if rec.error and rec.e2e_ms is None:
-        rec.e2e_ms = (time.perf_counter_ns() - t0) / NS_PER_MS
-    return rec
+        return f"{type(exc).__name__}: {exc}"
 
 
 async def _consume(resp: aiohttp.ClientResponse, timing: _Timing, sock: StampedSocket | None) -> bool:

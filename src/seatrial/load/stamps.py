@@ -12,10 +12,15 @@ The kernel stamp is CLOCK_REALTIME; it is moved onto ``time.perf_counter_ns`` (C
 with an offset sampled in the narrowest of several (monotonic, realtime, monotonic) brackets and
 sampled again every second. Where the option or its ancillary data is missing (not Linux, a
 sandbox), reads are stamped in user space when they return, still before any parsing.
+
+The socket also keeps what proves that a request sent on it was never read by the server (see
+:mod:`seatrial.load.reuse`): the bytes it received, and whether the kernel reported a reset (RST) from
+the peer; ``peer_closed`` asks the kernel, without reading, whether the peer already closed it.
 """
 
 from __future__ import annotations
 
+import errno
 import platform
 import socket
 import struct
@@ -62,11 +67,15 @@ _SOCKETS: weakref.WeakValueDictionary[int, StampedSocket] = weakref.WeakValueDic
 class StampedSocket(socket.socket):
     """A socket whose reads keep their arrival time (``perf_counter_ns``) until ``take`` claims them."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, kernel: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.reads: list[int] = []
+        self.received = 0  # bytes read so far
+        self.reset = False  # the kernel reported a reset (RST) from the peer on a read or a write
+        self.check_next_send = False  # a reused connection: see whether the peer closed it before sending
+        self.closed_unsent = False  # ... it had: the send was refused, no byte of it left
         self.kernel = False
-        if _KERNEL_STAMPS:
+        if kernel and _KERNEL_STAMPS:
             try:
                 self.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
                 self.kernel = True
@@ -75,27 +84,79 @@ class StampedSocket(socket.socket):
         _SOCKETS[self.fileno()] = self
 
     def recv(self, bufsize: int, flags: int = 0) -> bytes:
-        if not self.kernel:
-            data = super().recv(bufsize, flags)
-            if data:
-                self.reads.append(time.perf_counter_ns())
-            return data
-        data, ancillary, _, _ = self.recvmsg(bufsize, _ANC_BYTES, flags)
+        try:
+            if not self.kernel:
+                data = super().recv(bufsize, flags)
+                at = time.perf_counter_ns()
+            else:
+                data, ancillary, _, _ = self.recvmsg(bufsize, _ANC_BYTES, flags)
+                at = _arrival_ns(ancillary) if data else 0
+        except OSError as exc:
+            self._note_reset(exc)
+            raise
         if data:
-            self.reads.append(_arrival_ns(ancillary))
+            self.reads.append(at)
+            self.received += len(data)
+        else:
+            self._note_eof()
         return data
 
     def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
-        if not self.kernel:
-            n = super().recv_into(buffer, nbytes, flags)
-            if n:
-                self.reads.append(time.perf_counter_ns())
-            return n
-        view = memoryview(buffer)
-        n, ancillary, _, _ = self.recvmsg_into([view[:nbytes] if nbytes else view], _ANC_BYTES, flags)
+        try:
+            if not self.kernel:
+                n = super().recv_into(buffer, nbytes, flags)
+                at = time.perf_counter_ns()
+            else:
+                view = memoryview(buffer)
+                n, ancillary, _, _ = self.recvmsg_into(
+                    [view[:nbytes] if nbytes else view], _ANC_BYTES, flags
+                )
+                at = _arrival_ns(ancillary) if n else 0
+        except OSError as exc:
+            self._note_reset(exc)
+            raise
         if n:
-            self.reads.append(_arrival_ns(ancillary))
+            self.reads.append(at)
+            self.received += n
+        elif nbytes or len(buffer):
+            self._note_eof()
         return n
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        if self.check_next_send:
+            self.check_next_send = False
+            if self.peer_closed():
+                self.closed_unsent = True
+                raise ConnectionResetError(errno.ECONNRESET, "the server closed the connection before the request")
+        try:
+            return super().send(data, flags)
+        except OSError as exc:
+            self._note_reset(exc)
+            raise
+
+    def _note_reset(self, exc: OSError) -> None:
+        if exc.errno in (errno.ECONNRESET, errno.EPIPE):
+            self.reset = True
+
+    def _note_eof(self) -> None:
+        # A reset that came after the peer's FIN reads as an end of stream; the kernel keeps its error
+        # (EPIPE: reset in CLOSE_WAIT) until asked.
+        try:
+            err = self.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        except OSError:
+            return
+        if err in (errno.ECONNRESET, errno.EPIPE):
+            self.reset = True
+
+    def peer_closed(self) -> bool:
+        """Whether the peer has closed (FIN) or reset the connection, asked of the kernel without reading."""
+        try:
+            return super().recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError as exc:
+            self._note_reset(exc)
+            return True
 
     def take(self) -> list[int]:
         """The arrival times of the reads since the last ``take``, oldest first."""
@@ -115,6 +176,12 @@ def stamped_socket(addr_info: tuple[Any, ...]) -> socket.socket:
     """aiohttp's ``socket_factory``: a StampedSocket for the address family aiohttp resolved."""
     family, kind, proto, *_ = addr_info
     return StampedSocket(family, kind, proto)
+
+
+def user_stamped_socket(addr_info: tuple[Any, ...]) -> socket.socket:
+    """``stamped_socket`` without kernel stamps: reads are stamped in user space."""
+    family, kind, proto, *_ = addr_info
+    return StampedSocket(family, kind, proto, kernel=False)
 
 
 def socket_of(transport: Any) -> StampedSocket | None:
