@@ -7,7 +7,9 @@ connection and sends its next request on it before it sees the FIN gets "Server 
 ``close_delay_s`` holds the close back after the last chunk (a server thread that lost its CPU), so
 that the next request reaches the socket before it closes (the kernel then answers with RST: the
 request was never read). ``drop_every``: every N-th request is dropped after ``drop_after`` events,
-mid-stream, with the connection closed: a real server failure.
+mid-stream, with the connection closed; ``hangup_every``: every N-th request is read and then the
+connection closed without an answer. Both are real server failures. ``ids`` lists the ``X-Request-Id``
+of every request the server read, in order.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class ClosingConfig:
     close_delay_s: float = 0.0
     drop_every: int = 0
     drop_after: int = 2
+    hangup_every: int = 0
     keep_alive: bool = False  # True: a well-behaved server that keeps the connection open
 
 
@@ -35,6 +38,7 @@ class ClosingServer:
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.requests = 0  # requests whose headers were read
+        self.ids: list[str] = []
         self.connections = 0
         self._lock = threading.Lock()
         self._stop = False
@@ -68,6 +72,9 @@ class ClosingServer:
                 with self._lock:
                     self.requests += 1
                     n = self.requests
+                    self.ids.append(_request_id(head))
+                if self.cfg.hangup_every and n % self.cfg.hangup_every == 0:
+                    return
                 dropped = self.cfg.drop_every and n % self.cfg.drop_every == 0
                 self._stream(conn, n, dropped)
                 if dropped or not self.cfg.keep_alive:
@@ -94,6 +101,14 @@ class ClosingServer:
 
 def _chunk(conn: socket.socket, data: bytes) -> None:
     conn.sendall(b"%x\r\n%s\r\n" % (len(data), data))
+
+
+def _request_id(head: bytes) -> str:
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"x-request-id":
+            return value.strip().decode()
+    return ""
 
 
 def _read_request(conn: socket.socket, buf: bytes) -> tuple[bytes | None, bytes]:

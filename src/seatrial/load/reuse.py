@@ -13,10 +13,12 @@ server. Two guards, neither of which can hide a request the server received:
 - the first write of a request on a pooled connection asks the kernel again (the server may have
   closed it while the client was busy between taking and writing); a closed one refuses the write.
 - a request that failed on a reused connection is sent again (on another connection) only when the
-  server provably never read it: the write was refused as above, or the kernel reported a reset (RST)
-  from the server, and not one byte of a response had arrived. TCP resets a connection whose application closed it with received data still
-  unread, or that receives data after it was closed; a server that read the request and then failed
-  (crashed, dropped it) closes with a FIN, which is not retried. A failure on a fresh connection, a
+  server provably never read it, and not one byte of a response had arrived: the write was refused as
+  above, or the kernel reported a reset (RST) from the server, or the server's FIN did not acknowledge
+  the request (it was sent before the request arrived). TCP resets a connection whose application
+  closed it with received data still unread, or that receives data after it was closed; a server that
+  read the request and then failed (crashed, dropped it) closes with a FIN that acknowledges it, which
+  is not retried. A failure on a fresh connection, a
   clean close (FIN) before the response, and any failure after the first response byte stay failures.
 """
 

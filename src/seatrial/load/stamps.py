@@ -34,6 +34,8 @@ _KERNEL_STAMPS = sys.platform == "linux" and platform.machine() in {"x86_64", "a
 _ANC_BYTES = socket.CMSG_SPACE(16)  # one struct timespec
 _TIMESPEC = struct.Struct("qq")
 _REFRESH_NS = 1_000_000_000
+_TCP_INFO = struct.Struct("I")  # struct tcp_info: 8 one-byte fields, then rto, ato, snd_mss, rcv_mss, ...
+_UNACKED_AT = 24  # ... tcpi_unacked: segments sent and not acknowledged
 
 
 class _ClockOffset:
@@ -71,7 +73,8 @@ class StampedSocket(socket.socket):
         super().__init__(*args, **kwargs)
         self.reads: list[int] = []
         self.received = 0  # bytes read so far
-        self.reset = False  # the kernel reported a reset (RST) from the peer on a read or a write
+        # the peer reset (RST) the connection, or closed it (FIN) before our data reached it (unacked)
+        self.reset = False
         self.check_next_send = False  # a reused connection: see whether the peer closed it before sending
         self.closed_unsent = False  # ... it had: the send was refused, no byte of it left
         self.kernel = False
@@ -108,9 +111,7 @@ class StampedSocket(socket.socket):
                 at = time.perf_counter_ns()
             else:
                 view = memoryview(buffer)
-                n, ancillary, _, _ = self.recvmsg_into(
-                    [view[:nbytes] if nbytes else view], _ANC_BYTES, flags
-                )
+                n, ancillary, _, _ = self.recvmsg_into([view[:nbytes] if nbytes else view], _ANC_BYTES, flags)
                 at = _arrival_ns(ancillary) if n else 0
         except OSError as exc:
             self._note_reset(exc)
@@ -127,7 +128,9 @@ class StampedSocket(socket.socket):
             self.check_next_send = False
             if self.peer_closed():
                 self.closed_unsent = True
-                raise ConnectionResetError(errno.ECONNRESET, "the server closed the connection before the request")
+                raise ConnectionResetError(
+                    errno.ECONNRESET, "the server closed the connection before the request"
+                )
         try:
             return super().send(data, flags)
         except OSError as exc:
@@ -139,13 +142,17 @@ class StampedSocket(socket.socket):
             self.reset = True
 
     def _note_eof(self) -> None:
-        # A reset that came after the peer's FIN reads as an end of stream; the kernel keeps its error
-        # (EPIPE: reset in CLOSE_WAIT) until asked.
+        # The peer closed (FIN). A reset that came after it reads as an end of stream too: the kernel
+        # keeps its error (EPIPE: reset in CLOSE_WAIT) until asked. Where the reset is still on its way,
+        # the FIN itself tells: sent after the peer read our data it acknowledges it; sent before our
+        # data arrived it does not, and our data stays unacknowledged (the peer will reset it).
         try:
             err = self.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            info = self.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO.size + _UNACKED_AT)
         except OSError:
             return
-        if err in (errno.ECONNRESET, errno.EPIPE):
+        unacked = _TCP_INFO.unpack_from(info, _UNACKED_AT)[0] if len(info) >= _UNACKED_AT + 4 else 0
+        if err in (errno.ECONNRESET, errno.EPIPE) or unacked:
             self.reset = True
 
     def peer_closed(self) -> bool:
