@@ -29,6 +29,8 @@ import time
 import weakref
 from typing import Any
 
+from seatrial.load.capture import PacketStamps, capture_for
+
 _SO_TIMESTAMPNS = 35  # asm-generic/socket.h; Python's socket module does not name it
 _KERNEL_STAMPS = sys.platform == "linux" and platform.machine() in {"x86_64", "aarch64", "riscv64"}
 _ANC_BYTES = socket.CMSG_SPACE(16)  # one struct timespec
@@ -69,9 +71,16 @@ _SOCKETS: weakref.WeakValueDictionary[int, StampedSocket] = weakref.WeakValueDic
 class StampedSocket(socket.socket):
     """A socket whose reads keep their arrival time (``perf_counter_ns``) until ``take`` claims them."""
 
-    def __init__(self, *args: Any, kernel: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, kernel: bool = True, packets: PacketStamps | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.reads: list[int] = []
+        self.read_ends: list[int] = []  # the stream offset each read ended at (bytes received by then)
+        self.packets = packets  # per-segment stamps of the server's port (load.capture), where permitted
+        self._local_port: int | None = None
+        self.event_ends: list[int] = []  # with packets: stream offsets where data lines ended
+        self._line_head = b""  # the start of a line a read cut off
         self.received = 0  # bytes read so far
         # the peer reset (RST) the connection, or closed it (FIN) before our data reached it (unacked)
         self.reset = False
@@ -98,8 +107,7 @@ class StampedSocket(socket.socket):
             self._note_reset(exc)
             raise
         if data:
-            self.reads.append(at)
-            self.received += len(data)
+            self._got(data, at)
         else:
             self._note_eof()
         return data
@@ -117,8 +125,7 @@ class StampedSocket(socket.socket):
             self._note_reset(exc)
             raise
         if n:
-            self.reads.append(at)
-            self.received += n
+            self._got(bytes(memoryview(buffer)[:n]) if self.packets is not None else b"", at, n)
         elif nbytes or len(buffer):
             self._note_eof()
         return n
@@ -136,6 +143,26 @@ class StampedSocket(socket.socket):
         except OSError as exc:
             self._note_reset(exc)
             raise
+
+    def _got(self, data: bytes, at: int, n: int = 0) -> None:
+        self.reads.append(at)
+        if self.packets is not None:
+            self._scan(data)
+        self.received += n or len(data)
+        self.read_ends.append(self.received)
+
+    def _scan(self, data: bytes) -> None:
+        """Note the stream offset where each ``data:`` line ends (its ``\n``): an SSE event's last byte.
+        Chunked framing lines (``1f4\r``) and header lines never start with ``data:``."""
+        pos = 0
+        while (nl := data.find(b"\n", pos)) >= 0:
+            head = (self._line_head + data[pos : pos + 5])[:5] if self._line_head else data[pos : pos + 5]
+            if head == b"data:":
+                self.event_ends.append(self.received + nl + 1)
+            self._line_head = b""
+            pos = nl + 1
+        if pos < len(data) and len(self._line_head) < 5:
+            self._line_head = (self._line_head + data[pos : pos + 5])[:5]
 
     def _note_reset(self, exc: OSError) -> None:
         if exc.errno in (errno.ECONNRESET, errno.EPIPE):
@@ -165,10 +192,49 @@ class StampedSocket(socket.socket):
             self._note_reset(exc)
             return True
 
+    @property
+    def per_segment(self) -> bool:
+        """Whether ``take`` gives each received TCP segment its own time (a packet capture saw this
+        connection open), not only each read."""
+        if self.packets is None:
+            return False
+        if not self.packets.known(self.local_port()):
+            self.packets.drain()
+        return self.packets.known(self.local_port())
+
+    def local_port(self) -> int:
+        if self._local_port is None:
+            try:
+                self._local_port = int(self.getsockname()[1])
+            except (OSError, IndexError, TypeError):
+                self._local_port = -1
+        return self._local_port
+
     def take(self) -> list[int]:
         """The arrival times of the reads since the last ``take``, oldest first."""
-        reads, self.reads = self.reads, []
+        reads, self.reads, self.read_ends = self.reads, [], []
         return reads
+
+    def take_events(self) -> list[int]:
+        """With per-segment stamps: the arrival time of each ``data:`` line that ended in the reads since
+        the last call, oldest first: the segment that brought its last byte (the read's own stamp where
+        the capture missed it)."""
+        reads, ends, events = self.reads, self.read_ends, self.event_ends
+        self.reads, self.read_ends, self.event_ends = [], [], []
+        if not events:
+            return []
+        assert self.packets is not None
+        self.packets.drain()
+        segs = self.packets.take(self.local_port(), -1, ends[-1])
+        out: list[int] = []
+        i = j = 0
+        for end in events:
+            while i < len(segs) and segs[i][0] < end:
+                i += 1
+            while j < len(ends) - 1 and ends[j] < end:
+                j += 1
+            out.append(_CLOCK.to_monotonic(segs[i][1]) if i < len(segs) else reads[j])
+        return out
 
 
 def _arrival_ns(ancillary: list[tuple[int, int, bytes]]) -> int:
@@ -180,7 +246,17 @@ def _arrival_ns(ancillary: list[tuple[int, int, bytes]]) -> int:
 
 
 def stamped_socket(addr_info: tuple[Any, ...]) -> socket.socket:
-    """aiohttp's ``socket_factory``: a StampedSocket for the address family aiohttp resolved."""
+    """aiohttp's ``socket_factory``: a StampedSocket for the address family aiohttp resolved, with
+    per-segment stamps of the server's port where the kernel permits a packet capture (IPv4, root)."""
+    family, kind, proto, _, address = addr_info
+    packets = None
+    if _KERNEL_STAMPS and family == socket.AF_INET:
+        packets = capture_for(str(address[0]), int(address[1]))
+    return StampedSocket(family, kind, proto, packets=packets)
+
+
+def read_stamped_socket(addr_info: tuple[Any, ...]) -> socket.socket:
+    """``stamped_socket`` with kernel stamps per read only (no packet capture)."""
     family, kind, proto, *_ = addr_info
     return StampedSocket(family, kind, proto)
 
