@@ -87,7 +87,8 @@ class PacketStamps:
             raise
         self.sock = sock
         self._isn: dict[int, int] = {}
-        self._segments: defaultdict[int, list[tuple[int, int]]] = defaultdict(list)  # (end offset, ns)
+        # (end offset, ns, start offset) of each data segment, by client port
+        self._segments: defaultdict[int, list[tuple[int, int, int]]] = defaultdict(list)
 
     def drain(self) -> None:
         """Read every queued segment copy (non-blocking)."""
@@ -118,7 +119,7 @@ class PacketStamps:
         end = (seq + payload - isn - 1) % (1 << 32)  # offsets past 4 GiB on one connection wrap: not met
         segs = self._segments[client_port]
         if not segs or end > segs[-1][0]:
-            segs.append((end, at))
+            segs.append((end, at, end - payload))
             if len(segs) > _KEPT:  # a connection nobody takes stamps of (another session's)
                 del segs[: _KEPT // 2]
         # a retransmission or reordering: the bytes arrived with the first copy (kept)
@@ -126,7 +127,7 @@ class PacketStamps:
     def known(self, client_port: int) -> bool:
         return client_port in self._isn
 
-    def take(self, client_port: int, start: int, end: int) -> list[tuple[int, int]]:
+    def take(self, client_port: int, start: int, end: int) -> list[tuple[int, int, int]]:
         """The segments whose last byte lies in (start, end] (offsets), oldest first; older ones are
         forgotten."""
         segs = self._segments.get(client_port)

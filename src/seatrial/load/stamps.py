@@ -80,6 +80,7 @@ class StampedSocket(socket.socket):
         self.packets = packets  # per-segment stamps of the server's port (load.capture), where permitted
         self._local_port: int | None = None
         self.event_ends: list[int] = []  # with packets: stream offsets where data lines ended
+        self.missed = 0  # ... events whose segment the capture missed (timed per read)
         self._line_head = b""  # the start of a line a read cut off
         self.received = 0  # bytes read so far
         # the peer reset (RST) the connection, or closed it (FIN) before our data reached it (unacked)
@@ -233,7 +234,11 @@ class StampedSocket(socket.socket):
                 i += 1
             while j < len(ends) - 1 and ends[j] < end:
                 j += 1
-            out.append(_CLOCK.to_monotonic(segs[i][1]) if i < len(segs) else reads[j])
+            if i < len(segs) and segs[i][2] < end:  # the segment that holds the event's last byte
+                out.append(_CLOCK.to_monotonic(segs[i][1]))
+            else:  # the capture missed it (its buffer was full): the read's time, as without packets
+                out.append(reads[j])
+                self.missed += 1
         return out
 
 
