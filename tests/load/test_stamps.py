@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from seatrial.load.capture import capture_for
 from seatrial.load.client import Endpoint, new_http, send
 from seatrial.load.metrics import client_timing
 from seatrial.load.records import RequestRecord
@@ -72,7 +73,7 @@ def _stamps(url: str) -> dict[str, list[int]]:
 
 
 async def _streams(
-    url: str, n: int, block_s: float, every_s: float, kernel: bool = True
+    url: str, n: int, block_s: float, every_s: float, kernel: bool = True, packets: bool = False
 ) -> list[RequestRecord]:
     """``n`` streams while a task blocks the client's loop for ``block_s`` every ``every_s``."""
     stop = asyncio.Event()
@@ -84,7 +85,7 @@ async def _streams(
 
     ep = Endpoint(url, "synthetic", "completions", {})
     spec = RequestSpec(prompt="w1 w2 w3 w4", output_len=25)
-    async with new_http(60, 30, kernel_stamps=kernel) as http:
+    async with new_http(60, 30, kernel_stamps=kernel, packet_stamps=packets) as http:
         task = asyncio.create_task(hog())
         records = await asyncio.gather(
             *(send(http, ep, spec, RequestRecord(f"busy-{i}", "measure", n)) for i in range(n))
@@ -139,17 +140,14 @@ def test_a_client_a_whole_gap_behind_is_flagged() -> None:
     )
 
 
-def test_a_response_that_came_while_the_client_was_stalled_is_timed_by_its_own_read() -> None:
-    """Headers at once, then every token while the client's loop was blocked: the tokens share the
-    arrival of the read that brought them (not the earlier headers' read), and are flagged merged."""
-
+def _stalled_response(packets: bool) -> tuple[RequestRecord, list[int]]:
     async def run(url: str) -> RequestRecord:
         async def hog() -> None:
             await asyncio.sleep(0.03)  # the request and its headers have gone through
             time.sleep(0.5)  # the tokens (150 ms TTFT, 2 ms apart) all arrive meanwhile
 
         ep = Endpoint(url, "synthetic", "completions", {})
-        async with new_http(60, 30) as http:
+        async with new_http(60, 30, packet_stamps=packets) as http:
             task = asyncio.create_task(hog())
             rec = await send(
                 http, ep, RequestSpec(prompt="w1 w2", output_len=8), RequestRecord("s", "measure", 1)
@@ -159,7 +157,14 @@ def test_a_response_that_came_while_the_client_was_stalled_is_timed_by_its_own_r
 
     with _server(itl_ms=2, ttft_ms=150) as url:
         rec = asyncio.run(run(url))
-        first_sent = _stamps(url)["s"][0]
+        return rec, _stamps(url)["s"]
+
+
+def test_a_response_that_came_while_the_client_was_stalled_is_timed_by_its_own_read() -> None:
+    """Headers at once, then every token while the client's loop was blocked: the tokens share the
+    arrival of the read that brought them (not the earlier headers' read), and are flagged merged."""
+    rec, sent = _stalled_response(packets=False)
+    first_sent = sent[0]
     assert rec.ok and rec.stamps == "kernel" and rec.chunks == 8
     assert rec.ttft_ms is not None and rec.ttft_ms >= 150  # the headers came within a few ms
     assert rec.merged_events == 7 and rec.itl_ms == [0.0] * 7
@@ -193,19 +198,51 @@ def _whole_response_server(delay_s: float) -> tuple[str, socket.socket]:
     return f"http://{host}:{port}", listener
 
 
-def test_a_response_that_arrived_whole_keeps_its_kernel_stamp() -> None:
+@pytest.mark.parametrize("packets", [False, True])
+def test_a_response_that_arrived_whole_keeps_its_kernel_stamp(packets: bool) -> None:
     """aiohttp releases the connection before the client reads a body that arrived whole; the stamp
-    still comes from the kernel, and the merged tokens are flagged."""
+    still comes from the kernel, and the merged tokens are flagged: the server sent them together, in
+    one segment, so packet stamps merge them too."""
+    if packets:
+        _need_packets()
     url, listener = _whole_response_server(0.1)
 
     async def run() -> RequestRecord:
         ep = Endpoint(url, "m", "completions", {})
-        async with new_http(60, 30) as http:
+        async with new_http(60, 30, packet_stamps=packets) as http:
             return await send(
                 http, ep, RequestSpec(prompt="p", output_len=5), RequestRecord("w", "measure", 1)
             )
 
     with listener:
         rec = asyncio.run(run())
-    assert rec.ok and rec.stamps == "kernel" and rec.chunks == 5
+    assert rec.ok and rec.stamps == ("packet" if packets else "kernel") and rec.chunks == 5
     assert rec.merged_events == 4 and rec.ttft_ms is not None and rec.ttft_ms >= 100
+
+
+def _need_packets() -> None:
+    if capture_for("127.0.0.1", 9) is None:
+        pytest.skip("no packet capture here (needs CAP_NET_RAW): per-segment stamps untested")
+
+
+def test_packet_stamps_keep_each_token_of_a_stalled_response_apart() -> None:
+    """The stalled client above, with per-segment stamps: the 8 tokens, read at once, keep the times
+    they arrived 2 ms apart (within 1 ms of the server's own send stamps), none merged."""
+    _need_packets()
+    rec, sent = _stalled_response(packets=True)
+    assert rec.ok and rec.stamps == "packet" and rec.chunks == 8 and rec.merged_events == 0
+    true_ms = np.diff(np.asarray(sent, dtype=np.float64))[:7] / 1e6
+    assert float(np.abs(np.asarray(rec.itl_ms) - true_ms).max()) < 1.0, (rec.itl_ms, true_ms)
+
+
+def test_packet_stamps_time_a_client_a_whole_gap_behind() -> None:
+    """The client a whole gap behind (the flagged test above) with per-segment stamps: no event merged,
+    and its gaps as the server sent them."""
+    _need_packets()
+    with _server(itl_ms=10) as url:
+        records = asyncio.run(_streams(url, 2, block_s=0.045, every_s=0.005, packets=True))
+        stamps = _stamps(url)
+    assert all(r.ok and r.stamps == "packet" for r in records)
+    assert sum(r.merged_events for r in records) == 0
+    assert float(np.percentile(_itl_errors_ms(records, stamps), 95)) < 2.0
+    assert client_timing(records, max_lag_ms=50.0)["stamps"] == "packet"

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
 from seatrial.load.records import RequestRecord
+from seatrial.load.reuse import MAX_ATTEMPTS, GuardedConnector, begin_attempt, end_attempt
 from seatrial.load.spans import traceparent
 from seatrial.load.sse import Chunk, MalformedStream, is_done, parse_data_line
-from seatrial.load.stamps import StampedSocket, socket_of, stamped_socket
+from seatrial.load.stamps import (
+    StampedSocket,
+    read_stamped_socket,
+    socket_of,
+    stamped_socket,
+    user_stamped_socket,
+)
 from seatrial.load.workloads import RequestSpec
 from seatrial.load.workloads.spec import is_messages
 
@@ -21,18 +31,27 @@ KEEPALIVE_S = 3.0
 NO_TOKEN = "stream carried no output token"
 
 
-def new_http(timeout_s: float, stall_timeout_s: float, kernel_stamps: bool = True) -> aiohttp.ClientSession:
+def new_http(
+    timeout_s: float, stall_timeout_s: float, kernel_stamps: bool = True, packet_stamps: bool = True
+) -> aiohttp.ClientSession:
+    """A session whose sockets stamp reads in the kernel (``kernel_stamps``) and, where the kernel permits a
+    packet capture, each received segment (``packet_stamps``: load.capture), else in user space."""
     timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=stall_timeout_s, sock_connect=10)
-    # Idle connections are dropped before the server drops them (uvicorn: 5 s), so a request never
-    # goes out on a socket the server is closing ("Server disconnected" that is no fault of the server).
-    connector = aiohttp.TCPConnector(
+    # Idle connections are dropped before the server drops them (uvicorn: 5 s), and a pooled one the
+    # server closed anyway (llama-server closes each after its stream) is never used (load.reuse).
+    connector = GuardedConnector(
         limit=0,
         ttl_dns_cache=300,
         keepalive_timeout=KEEPALIVE_S,
-        socket_factory=stamped_socket if kernel_stamps else None,
+        socket_factory=_factory(kernel_stamps, packet_stamps),
     )
     return aiohttp.ClientSession(timeout=timeout, connector=connector, raise_for_status=False)
 
+
+def _factory(kernel: bool, packets: bool) -> Callable[[tuple[Any, ...]], socket.socket]:
+    if not kernel:
+        return user_stamped_socket
+    return stamped_socket if packets else read_stamped_socket
 
 
 @dataclass
@@ -173,38 +192,58 @@ async def send(
     answer: list[str] | None = None,
 ) -> RequestRecord:
     """Send ``spec``, stream the answer into ``rec`` (and its text into ``answer`` when given). Never raises
-    except for cancellation."""
+    except for cancellation. A request that went out on a pooled connection the server had closed and
+    that the server provably never read is sent again (``rec.resends``; see :mod:`seatrial.load.reuse`);
+    its times still count from the first send."""
     headers = {**ep.headers, "X-Request-Id": rec.request_id}
     if ep.trace_salt:
         headers["traceparent"] = traceparent(ep.trace_salt, rec.request_id)
     rec.send_ns = t0 = time.perf_counter_ns()
-    timing = _Timing(rec, t0, answer)
-    try:
-        async with session.post(ep.url, json=ep.payload(spec), headers=headers) as resp:
-            rec.status = resp.status
-            if resp.status != 200:
-                body = (await resp.read())[:300].decode(errors="replace")
-                rec.error = f"HTTP {resp.status}: {body}"
-                return rec
-            sock = socket_of(_transport(resp))
-            rec.stamps = "kernel" if sock is not None and sock.kernel else "user"
-            done = await _consume(resp, timing, sock)
-            timing.finish(timing.done_ns or time.perf_counter_ns())
-            if not done:
-                rec.error = "stream ended before [DONE]"
-            elif timing.last_ns is None:
-                rec.error = NO_TOKEN
-    except MalformedStream as exc:
-        rec.error = str(exc)
-    except asyncio.TimeoutError:
-        rec.error = "timeout: no data within the stall or total timeout"
-    except aiohttp.ClientError as exc:
-        rec.error = f"{type(exc).__name__}: {exc}"
-    except (OSError, ValueError) as exc:  # ValueError: aiohttp's line-too-long
-        rec.error = f"{type(exc).__name__}: {exc}"
+    body = ep.payload(spec)
+    for _ in range(MAX_ATTEMPTS):
+        attempt, token = begin_attempt()
+        try:
+            rec.error = await _send_once(session, ep.url, body, headers, rec, _Timing(rec, t0, answer))
+        finally:
+            end_attempt(token)
+        rec.stale_connections += attempt.stale_dropped
+        if rec.error is None or rec.status is not None or not attempt.never_read():
+            break
+        rec.resends += 1
+        rec.error = None
     if rec.error and rec.e2e_ms is None:
         rec.e2e_ms = (time.perf_counter_ns() - t0) / NS_PER_MS
     return rec
+
+
+async def _send_once(
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any], headers: dict[str, str],
+    rec: RequestRecord, timing: _Timing,
+) -> str | None:  # fmt: skip
+    """One send of the request; the error, if any."""
+    try:
+        async with session.post(url, json=body, headers=headers) as resp:
+            rec.status = resp.status
+            if resp.status != 200:
+                text = (await resp.read())[:300].decode(errors="replace")
+                return f"HTTP {resp.status}: {text}"
+            sock = socket_of(_transport(resp))
+            rec.stamps = _stamp_source(sock)
+            done = await _consume(resp, timing, sock)
+            timing.finish(timing.done_ns or time.perf_counter_ns())
+            if not done:
+                return "stream ended before [DONE]"
+            if timing.last_ns is None:
+                return NO_TOKEN
+            return None
+    except MalformedStream as exc:
+        return str(exc)
+    except asyncio.TimeoutError:
+        return "timeout: no data within the stall or total timeout"
+    except aiohttp.ClientError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    except (OSError, ValueError) as exc:  # ValueError: aiohttp's line-too-long
+        return f"{type(exc).__name__}: {exc}"
 
 
 async def _consume(resp: aiohttp.ClientResponse, timing: _Timing, sock: StampedSocket | None) -> bool:
@@ -214,6 +253,8 @@ async def _consume(resp: aiohttp.ClientResponse, timing: _Timing, sock: StampedS
     came in one data chunk are matched to that chunk's reads from the newest back. Events beyond
     the reads arrived merged in one read (the client was a whole gap behind) and share its time.
     """
+    if sock is not None and sock.per_segment:
+        return await _consume_exact(resp, timing, sock)
     buf = b""
     # The newest read so far, if body bytes came with it (with the headers, or while the client was
     # late): a read that brought only the headers times no event.
@@ -233,6 +274,46 @@ async def _consume(resp: aiohttp.ClientResponse, timing: _Timing, sock: StampedS
     return is_done(buf)
 
 
+async def _consume_exact(resp: aiohttp.ClientResponse, timing: _Timing, sock: StampedSocket) -> bool:
+    """``_consume`` with per-segment stamps (load.capture): each ``data:`` event is timed by the arrival
+    of the TCP segment that brought its last byte, however many events one read held."""
+    buf = b""
+    pending: deque[int] = deque()
+    missed = sock.missed
+    try:
+        async for data in resp.content.iter_any():
+            now = time.perf_counter_ns()
+            pending.extend(sock.take_events())
+            buf += data
+            *lines, buf = buf.split(b"\n")
+            events = [line for line in lines if len(line) >= 6]
+            if _time_exact(events, pending, now, timing):
+                return True
+        return is_done(buf)
+    finally:
+        if sock.missed > missed:  # some events were timed per read: judged as such (load.validity)
+            timing.rec.stamps = "kernel"
+
+
+def _time_exact(events: list[bytes], pending: deque[int], now: int, timing: _Timing) -> bool:
+    """Time each event by its own stamp (``now`` where none is left); events the server sent in one
+    segment share its stamp and count as merged. True at ``[DONE]``."""
+    merged, newest, last_token_at = 0, None, None
+    for line in events:
+        at = pending.popleft() if pending and line.startswith(b"data:") else now
+        newest = at if newest is None else max(newest, at)
+        if line.startswith((b"data: [", b"data:[")) and is_done(line):
+            timing.done_ns = at
+            timing.note_reads([newest], now, merged)
+            return True
+        chunk = parse_data_line(line)
+        if chunk is not None and timing.on_chunk(chunk, at):
+            merged += at == last_token_at
+            last_token_at = at
+    timing.note_reads([newest] if newest is not None else [], now, merged)
+    return False
+
+
 def _time_events(events: list[bytes], reads: list[int], now: int, timing: _Timing) -> bool:
     """Time the complete events of one data chunk by its reads, matched from the newest back; events
     beyond the reads arrived merged in the oldest and share its time (no reads: user-space ``now``).
@@ -250,6 +331,12 @@ def _time_events(events: list[bytes], reads: list[int], now: int, timing: _Timin
             in_first_read += 1
     timing.note_reads(reads, now, max(in_first_read - 1, 0))
     return done
+
+
+def _stamp_source(sock: StampedSocket | None) -> str:
+    if sock is None or not sock.kernel:
+        return "user"
+    return "packet" if sock.per_segment else "kernel"
 
 
 def _transport(resp: aiohttp.ClientResponse) -> Any:

@@ -100,7 +100,9 @@ def client_timing(
 
     Events merged into one read share its time. That is exact when the server wrote them together
     (a starved API server flushing several outputs) and not when the client was a whole gap behind
-    the stream. ``read_lag_ms_p99`` is how long the newest bytes of a read waited for the client
+    the stream; per read the two look alike, and past a share the level is invalid (load.validity).
+    With per-segment stamps (``stamps``: ``packet``, load.capture) each event keeps its own segment's
+    time, and only events the server sent in one segment share one. ``read_lag_ms_p99`` is how long the newest bytes of a read waited for the client
     (p99 over requests of each one's longest wait): a lower bound of how far behind it ran.
     ``loop_lag`` (``loop_lag_ms_p99``, ``loop_lag_ms_max``: how late the event loop woke; ``cpu_wait_ms``:
     how long its thread was runnable without a CPU) catches a stalled client even when the kernel merged
@@ -138,7 +140,12 @@ def client_timing(
             "CPU (on small hosts, a /metrics render by vLLM can: see docs/metrics.md)"
             + (f"; the loop's thread waited {waited:.0f} ms in all for a CPU" if waited is not None else "")
         )
-    if chunks and merged / chunks > MERGED_NOTE_SHARE:
+    if chunks and merged / chunks > MERGED_NOTE_SHARE and out["stamps"] == "packet":
+        notes.append(
+            f"{merged} of {chunks} token events arrived in one TCP segment with a later one ({merged / chunks:.1%}): "
+            "the server sent them together (their times are exact)"
+        )
+    elif chunks and merged / chunks > MERGED_NOTE_SHARE:
         notes.append(
             f"{merged} of {chunks} token events arrived merged with a later one ({merged / chunks:.1%}): "
             "their gaps are exact only if the server sent them together; if the client fell behind "

@@ -29,6 +29,10 @@ class RequestRecord:
     ``ttft_ms`` where the stream carries no reasoning; None where it carried reasoning only).
     ``reasoning_tokens`` counts the tokens of chunks that carried reasoning text only, ``answer_tokens``
     the rest of ``output_tokens``.
+    ``resends`` counts the times the request was sent again because it had gone out on a pooled
+    keep-alive connection that the server had closed and the server provably never read it (a reset
+    before any response byte, see :mod:`seatrial.load.reuse`); ``stale_connections`` the pooled
+    connections found closed by the server before use (nothing sent on them).
     ``trace_line`` is the 0-based line of the trace a replayed request came from; ``session`` and ``turn``
     (0-based) place a request in its conversation.
     """
@@ -62,6 +66,8 @@ class RequestRecord:
     stamps: str | None = None  # "kernel" | "user"
     read_lag_ms_max: float | None = None
     merged_events: int = 0
+    resends: int = 0  # sends again after a pooled connection the server closed had reset the unread request
+    stale_connections: int = 0  # pooled connections the server had closed, found before use and not used
     usage_per_chunk: bool = False  # the server reported usage in content chunks (exact tokens per chunk)
     worker: int | None = None  # the client worker (process or Ray actor) that sent it; None: the only one
     level: int | None = None  # the index of the run's level it belongs to; None: sent outside a level

@@ -16,6 +16,7 @@ MIN_IN_FLIGHT_SHARE = 0.9
 MIN_RATE_SHARE = 0.95  # open loop: arrivals sent per second against the schedule's own rate
 LATENESS_FLOOR_MS = 10.0  # open loop: send lateness p99 allowed, at least ...
 LATENESS_GAP_SHARE = 0.05  # ... or this share of the schedule's median inter-arrival
+MERGED_MAX_SHARE = 0.01  # token events that shared a per-read stamp with a later one, at most
 
 
 def lateness(records: list[RequestRecord]) -> dict[str, Any] | None:
@@ -101,12 +102,32 @@ def invalid_reasons(
     why = lateness_reason(late, concurrency, cpu_wait_ms) if late else None
     if why:
         reasons.append(why)
+    merged = token_times_reason(records)
+    if merged:
+        reasons.append(merged)
     expected = min(concurrency, n)
     if closed_loop and n > concurrency and delivery.mean_in_flight < MIN_IN_FLIGHT_SHARE * expected:
         reasons.append(
             f"mean in flight {delivery.mean_in_flight:.2f} < {MIN_IN_FLIGHT_SHARE:.0%} of concurrency {expected}"
         )
     return reasons
+
+
+def token_times_reason(records: list[RequestRecord]) -> str | None:
+    """Why the level's token times are not exact, if they are not: more than ``MERGED_MAX_SHARE`` of the
+    token events of requests timed per read (stamps ``kernel`` or ``user``, not ``packet``) arrived in one
+    read with a later event and share its stamp. Per read, a client that fell a whole gap behind and a
+    server that sent them together look alike; either way ITL reads 0 there and TPOT reads low."""
+    per_read = [r for r in records if r.ok and r.stamps != "packet"]
+    events = sum(r.chunks for r in per_read)
+    merged = sum(r.merged_events for r in per_read)
+    if not events or merged / events <= MERGED_MAX_SHARE:
+        return None
+    return (
+        f"token times not exact: {merged} of {events} token events ({merged / events:.1%}) were read "
+        f"together with a later one and share its stamp (> {MERGED_MAX_SHARE:.0%}): ITL and TPOT read low; "
+        "per-segment stamps (a packet capture: run as root or with CAP_NET_RAW) keep each token's time"
+    )
 
 
 def prompt_mismatches(records: list[RequestRecord]) -> int:

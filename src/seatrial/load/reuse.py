@@ -1,0 +1,86 @@
+"""Pooled keep-alive connections that the server closed, told apart from requests the server dropped.
+
+A keep-alive connection can be closed by the server at any moment between two requests: cpp-httplib
+(llama-server) closes every connection right after a streamed response, although the response says
+``Keep-Alive: timeout=5, max=100`` (its chunked content provider returns false at the end, which
+cpp-httplib takes as a cancelled write); uvicorn after 5 s idle. A client that sends its next request
+on such a connection gets "Server disconnected" or "Connection reset by peer", through no fault of the
+server. Two guards, neither of which can hide a request the server received:
+
+- before a pooled connection is used, the kernel is asked whether the server already closed it
+  (``StampedSocket.peer_closed``: a FIN or RST is queued); such a connection is dropped and another
+  one taken. Nothing was sent on it.
+- the first write of a request on a pooled connection asks the kernel again (the server may have
+  closed it while the client was busy between taking and writing); a closed one refuses the write.
+- a request that failed on a reused connection is sent again (on another connection) only when the
+  server provably never read it, and not one byte of a response had arrived: the write was refused as
+  above, or the kernel reported a reset (RST) from the server, or the server's FIN did not acknowledge
+  the request (it was sent before the request arrived). TCP resets a connection whose application
+  closed it with received data still unread, or that receives data after it was closed; a server that
+  read the request and then failed (crashed, dropped it) closes with a FIN that acknowledges it, which
+  is not retried. A failure on a fresh connection, a
+  clean close (FIN) before the response, and any failure after the first response byte stay failures.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from seatrial.load.stamps import StampedSocket, socket_of
+
+MAX_ATTEMPTS = 4  # sends of one request: each retry needs the proof above, this only bounds a loop
+
+
+@dataclass
+class Attempt:
+    """One send of a request: the pooled connection it went out on (None: a fresh connection)."""
+
+    sock: StampedSocket | None = None
+    received_at_start: int = 0
+    stale_dropped: int = 0  # pooled connections found closed by the server and not used
+
+    def never_read(self) -> bool:
+        """The server provably did not read this attempt's request (see the module's docstring)."""
+        sock = self.sock
+        if sock is None or sock.received != self.received_at_start:
+            return False
+        return sock.closed_unsent or sock.reset
+
+
+_ATTEMPT: contextvars.ContextVar[Attempt | None] = contextvars.ContextVar("seatrial_attempt", default=None)
+
+
+def begin_attempt() -> tuple[Attempt, contextvars.Token[Attempt | None]]:
+    attempt = Attempt()
+    return attempt, _ATTEMPT.set(attempt)
+
+
+def end_attempt(token: contextvars.Token[Attempt | None]) -> None:
+    _ATTEMPT.reset(token)
+
+
+class GuardedConnector(aiohttp.TCPConnector):
+    """A TCPConnector that never hands out a pooled connection the server has already closed, and notes
+    the pooled connection each request went out on (for :meth:`Attempt.never_read`)."""
+
+    async def _get(self, key: Any, traces: Any) -> Any:  # aiohttp.connector.Connection | None
+        attempt = _ATTEMPT.get()
+        while True:
+            conn = await super()._get(key, traces)
+            if conn is None:
+                return None
+            sock = socket_of(conn.transport)
+            if sock is not None and sock.peer_closed():
+                conn.close()  # the server closed it: nothing was sent
+                if attempt is not None:
+                    attempt.stale_dropped += 1
+                continue
+            if sock is not None:
+                sock.check_next_send = True
+            if attempt is not None and sock is not None:
+                attempt.sock, attempt.received_at_start = sock, sock.received
+            return conn
