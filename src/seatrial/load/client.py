@@ -15,6 +15,7 @@ from seatrial.load.sse import Chunk, MalformedStream, is_done, parse_data_line
 from seatrial.load.stamps import StampedSocket, socket_of, stamped_socket
 from seatrial.load.workloads import RequestSpec
 from seatrial.load.workloads.spec import is_messages
+from seatrial.server.timings import llamacpp_timing
 
 NS_PER_MS = 1_000_000
 KEEPALIVE_S = 3.0
@@ -86,6 +87,8 @@ class _Timing:
             self.rec.finish_reason = chunk.finish_reason
         if self.rec.response_id is None and chunk.response_id:
             self.rec.response_id = chunk.response_id
+        if chunk.timings is not None:
+            self.rec.server_timing = llamacpp_timing(chunk.timings)
         n = self._tokens_in(chunk)
         if n <= 0:
             if (
