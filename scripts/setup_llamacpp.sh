@@ -6,7 +6,7 @@
 #   $SEATRIAL_LLAMACPP_DIR/.seatrial-ready  written last: a build that stopped half-way is redone
 #   $SEATRIAL_LLAMACPP_DIR/src/            the vendored source tree (kept for scripts/llamacpp_src.sh)
 # Set SEATRIAL_SKIP_LLAMACPP=1 to skip it (the llama.cpp tests are then skipped with a message).
-# On the 2-core host the build took about 10 minutes (evidence in docs/engines.md).
+# On the 2-core host (shared with other jobs) the build took 1,106 s (2026-12-05).
 set -euo pipefail
 DIR=${SEATRIAL_LLAMACPP_DIR:-$HOME/.cache/seatrial/llama.cpp}
 VERSION=${SEATRIAL_LLAMACPP_PY_VERSION:-0.3.36}
@@ -48,7 +48,7 @@ if [ ! -f "$DIR/src/CMakeLists.txt" ]; then
   tar -xzf "$sdist" -C "$dl"
   mv "$dl/llama_cpp_python-${VERSION}/vendor/llama.cpp" "$DIR/src" || die "no vendor/llama.cpp in the sdist"
 fi
-echo "[setup] building llama-server (CPU, $(nproc) cores; about 10 min on 2 cores)"
+echo "[setup] building llama-server (CPU, $(nproc) cores; about 18 min on 2 cores)"
 start=$(date +%s)
 # LLAMA_BUILD_SERVER defaults to ON in a standalone build; it is named so that a changed default fails
 # loudly. The web UI is neither built (npm) nor fetched (no network in CI): the server serves the API only.
