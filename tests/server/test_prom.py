@@ -235,3 +235,19 @@ def test_scraper_falls_back_to_the_whole_endpoint(answer: str) -> None:
     scraper, first, second = asyncio.run(run())
     assert not scraper.filtered and scraper.failures == 0
     assert first is not None and second is not None and first.values == second.values == {"running": 3.0}
+
+
+def test_llamacpp_as_scraped_maps_processed_plus_cached_prompt_tokens_and_lacks_kv_usage() -> None:
+    """llama-server's real /metrics (--metrics, llama-cpp-python 0.3.36's llama.cpp): prompt tokens and
+    prefix-cache queries are processed + cached (its prompt_tokens excludes cached ones); it has no KV usage
+    gauge and no preemptions, which stay absent (UNAVAILABLE in the server view), never 0."""
+    text = (Path(__file__).parent / "data" / "llamacpp_0.3.36_metrics.txt").read_text()
+    values = parse_metrics(text)
+    raw = {ln.split()[0]: float(ln.split()[1]) for ln in text.splitlines() if ln and not ln.startswith("#")}
+    both = raw["llamacpp:prompt_tokens_total"] + raw["llamacpp:prompt_tokens_cached_total"]
+    assert values["prompt_tokens"] == values["prefix_cache_queries"] == both
+    assert values["prefix_cache_hits"] == raw["llamacpp:prompt_tokens_cached_total"]
+    assert values["generation_tokens"] == raw["llamacpp:tokens_predicted_total"]
+    assert "kv_cache_usage" not in values and "preemptions" not in values
+    view = summarize([Sample(0.0, values, 1), Sample(1.0, values, 1)])
+    assert set(view["unavailable"]) == {"kv_cache_usage", "preemptions"} and view["kv_cache_usage_max"] is None

@@ -27,7 +27,7 @@ from seatrial.load.pools import Pool, make_pool
 from seatrial.load.records import RequestRecord
 from seatrial.load.scheduler import Delivery, LevelLoad, frozen_heap, run_level
 from seatrial.load.share import Sending, WorkerClock, WorkerStats
-from seatrial.load.spans import SpanBook
+from seatrial.load.spans import SpanBook, answered
 from seatrial.load.timed import check_endpoint, load_label, open_load, schedule, session_stats, trace_stats
 from seatrial.load.tokenize import LocalTokenizer, ServerTokenizer, TokenCounter
 from seatrial.load.validity import invalid_reasons, lateness, prompt_mismatches
@@ -191,8 +191,8 @@ async def measure_level(
                     s.gpus.stop()
                 await scraper.stop()
         records = [r for r in records if r.phase == "measure"]  # a leading warm-up's are not measured
-        if book is not None:
-            timing = book.join(records, await book.settle(records))
+        # the engine's own timing: its spans, else what it stated in each answer (llama.cpp)
+        timing = book.join(records, await book.settle(records)) if book is not None else answered(records)
     finally:
         if folder:
             for rec in held:
@@ -310,6 +310,9 @@ def span_notes(timing: ServerTiming | None) -> list[str]:
     """What the span join says about the level: measured requests that got no span from the engine."""
     if timing is None or timing.status != "MEASURED" or not timing.without_span:
         return []
+    if timing.source == "answer":
+        return [f"{timing.without_span} of {timing.requests} measured requests' answers stated no timings "
+                "(their server_timing is null)"]  # fmt: skip
     return [
         f"{timing.without_span} of {timing.requests} measured requests got no span from the engine within "
         f"{timing.flush_bound_s:g} s (their server_timing is null)"

@@ -25,6 +25,7 @@ from seatrial.load.stamps import (
 )
 from seatrial.load.workloads import RequestSpec
 from seatrial.load.workloads.spec import is_messages
+from seatrial.server.timings import llamacpp_timing
 
 NS_PER_MS = 1_000_000
 KEEPALIVE_S = 3.0
@@ -105,6 +106,8 @@ class _Timing:
             self.rec.finish_reason = chunk.finish_reason
         if self.rec.response_id is None and chunk.response_id:
             self.rec.response_id = chunk.response_id
+        if chunk.timings is not None:
+            self.rec.server_timing = llamacpp_timing(chunk.timings)
         n = self._tokens_in(chunk)
         if n <= 0:
             if (

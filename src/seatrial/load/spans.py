@@ -30,6 +30,8 @@ from seatrial.runs.summaries.bench import ServerTiming, SpanCounts
 from seatrial.server.otlp import HOW_TO_TRACE, ServerSpan, SpanReceiver
 from seatrial.stats import distribution
 
+#: a request's timing by the engine (``RequestRecord.server_timing``)
+Timing = dict[str, float | None]
 POLL_S = 0.05
 #: the engine's TTFT or E2E above the client's by more than this is counted (a wrong join or clock)
 EXCEEDS_MS = 1.0
@@ -125,14 +127,14 @@ class SpanBook:
 
     def join(self, records: list[RequestRecord], waited_s: float) -> ServerTiming:
         """Put each record's span on it (``server_timing``) and summarize the level."""
-        joined: list[tuple[RequestRecord, ServerSpan]] = []
+        joined: list[tuple[RequestRecord, Timing]] = []
         by_trace = 0
         for rec in records:
             entry = self._sent.setdefault(rec.request_id, _Sent(rec))
             entry.joined = True
             if entry.span is not None:
                 rec.server_timing = dict(entry.span.timing)
-                joined.append((rec, entry.span))
+                joined.append((rec, entry.span.timing))
                 by_trace += entry.by_trace
         ever = any(e.span is not None for e in self._sent.values())
         base = {"requests": len(records), "joined": len(joined), "joined_by_trace_id": by_trace,
@@ -169,15 +171,26 @@ def _names(spans: list[ServerSpan]) -> list[str]:
     return [s.request_id or f"trace {s.trace_id}" for s in spans[:UNMATCHED_SHOWN]]
 
 
-def phases(joined: list[tuple[RequestRecord, ServerSpan]]) -> dict[str, object]:
+def answered(records: list[RequestRecord]) -> ServerTiming | None:
+    """The level's server timing where the engine stated it in each answer (llama.cpp's ``timings``,
+    seatrial.server.timings) rather than in spans; None where no record carries one."""
+    joined = [(r, r.server_timing) for r in records if r.ok and r.server_timing is not None]
+    if not joined:
+        return None
+    ok = sum(r.ok for r in records)
+    return ServerTiming(status="MEASURED", source="answer", requests=len(records), joined=len(joined),
+                        without_span=ok - len(joined), **phases(joined))  # fmt: skip
+
+
+def phases(joined: list[tuple[RequestRecord, Timing]]) -> dict[str, object]:
     """The engine's phase distributions over the joined requests, the time outside the engine (client TTFT −
     engine TTFT) and its share of the client's TTFT, and how many exceed the client's by > 1 ms."""
     out: dict[str, object] = {}
-    for key in ("queue_ms", "prefill_ms", "decode_ms", "ttft_ms", "e2e_ms"):
-        out[key] = distribution([v for _, s in joined if (v := s.timing.get(key)) is not None])
+    for key in ("queue_ms", "prefill_ms", "decode_ms", "ttft_ms", "e2e_ms", "tpot_ms"):
+        out[key] = distribution([v for _, t in joined if (v := t.get(key)) is not None])
     outside, share, exceeds = [], [], 0
-    for rec, span in joined:
-        c_ttft, s_ttft, s_e2e = rec.ttft_ms, span.timing.get("ttft_ms"), span.timing.get("e2e_ms")
+    for rec, timing in joined:
+        c_ttft, s_ttft, s_e2e = rec.ttft_ms, timing.get("ttft_ms"), timing.get("e2e_ms")
         if c_ttft is not None and s_ttft is not None:
             outside.append(c_ttft - s_ttft)
             if c_ttft > 0:

@@ -28,6 +28,7 @@ class Chunk:
     is_chat: bool = False
     reasoning: str = ""
     only_reasoning: bool = False
+    timings: dict[str, Any] | None = None  # the engine's own timing of the request (llama.cpp: last chunk)
 
     @property
     def answer(self) -> str:
@@ -84,6 +85,7 @@ def _chunk(data: dict[str, Any]) -> Chunk:
         is_chat=bool(choices) and isinstance(choices[0].get("delta"), dict),
         reasoning=reasoning,
         only_reasoning=only_reasoning,
+        timings=data["timings"] if isinstance(data.get("timings"), dict) else None,
     )
 
 

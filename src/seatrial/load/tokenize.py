@@ -1,5 +1,10 @@
 """Count and build prompts in the *server's* tokens: its ``/tokenize`` and ``/detokenize`` endpoints
-(vLLM, SGLang, llama.cpp), or a local ``tokenizer.json`` given with ``--tokenizer``."""
+(vLLM, SGLang, llama.cpp), or a local ``tokenizer.json`` given with ``--tokenizer``.
+
+The endpoints' shapes differ by engine: vLLM and SGLang take ``{"model", "prompt", "add_special_tokens"}``
+and detokenize to ``{"prompt"}``; llama.cpp's ``llama-server`` takes ``{"content", "add_special"}`` and
+detokenizes to ``{"content"}`` (given vLLM's shape it answers an empty token list). Which one a server
+speaks is asked once, of ``GET /props``: llama-server answers it with its ``build_info``."""
 
 from __future__ import annotations
 
@@ -48,6 +53,21 @@ class ServerTokenizer:
 
     def __init__(self, session: aiohttp.ClientSession, url: str, model: str, headers: dict[str, str]) -> None:
         self._session, self._url, self._model, self._headers = session, url, model, headers
+        self._llamacpp: asyncio.Task[bool] | None = None
+
+    async def is_llamacpp(self) -> bool:
+        """Whether the server is llama.cpp's llama-server (its ``/props`` states ``build_info``); asked once."""
+        if self._llamacpp is None:
+            self._llamacpp = asyncio.ensure_future(self._ask_props())
+        return await self._llamacpp
+
+    async def _ask_props(self) -> bool:
+        try:
+            async with self._session.get(f"{self._url}/props", headers=self._headers) as resp:
+                data = await resp.json(content_type=None) if resp.status == 200 else None
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError):
+            return False
+        return isinstance(data, dict) and "build_info" in data and "default_generation_settings" in data
 
     async def _post(self, path: str, payload: dict[str, object]) -> dict[str, object]:
         try:
@@ -68,7 +88,11 @@ class ServerTokenizer:
             return data
 
     async def _tokens(self, text: str, special: bool) -> list[int]:
-        payload = {"model": self._model, "prompt": text, "add_special_tokens": special}
+        payload: dict[str, object] = (
+            {"content": text, "add_special": special}
+            if await self.is_llamacpp()
+            else {"model": self._model, "prompt": text, "add_special_tokens": special}
+        )
         tokens = (await self._post("/tokenize", payload)).get("tokens")
         if not isinstance(tokens, list):
             raise ServerError("/tokenize returned no 'tokens' list")
@@ -81,11 +105,16 @@ class ServerTokenizer:
         return len(await self._tokens(text, special=True))
 
     async def decode(self, ids: list[int]) -> str:
+        if await self.is_llamacpp():
+            return str((await self._post("/detokenize", {"tokens": ids})).get("content", ""))
         data = await self._post("/detokenize", {"model": self._model, "tokens": ids})
         return str(data.get("prompt", ""))
 
     async def count_chat(self, messages: list[dict[str, str]]) -> int | None:
-        """Prompt tokens of a chat request after the server's template, when the server can say."""
+        """Prompt tokens of a chat request after the server's template, when the server can say (llama.cpp's
+        /tokenize does not template a chat: None)."""
+        if await self.is_llamacpp():
+            return None
         payload = {"model": self._model, "messages": messages, "add_generation_prompt": True}
         try:
             data = await self._post("/tokenize", payload)

@@ -11,6 +11,7 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from seatrial.errors import ConfigError, EngineError
 from seatrial.server.process import ServerProcess, free_port
@@ -62,6 +63,19 @@ def make_tiny_model(out: Path, max_len: int = 8192, weights: bool = False) -> Pa
     return out
 
 
+class ServeSpec(Protocol):
+    """What :class:`LocalEngine` launches: vLLM's :class:`EngineSpec` or llama.cpp's
+    (seatrial.server.llamacpp.LlamaSpec)."""
+
+    label: str
+    port: int
+    startup_timeout_s: float
+    serve_nice: int | None
+
+    def argv(self, port: int | str) -> list[str]: ...
+    def env(self) -> dict[str, str]: ...
+
+
 @dataclass
 class EngineSpec:
     model_dir: Path
@@ -83,6 +97,7 @@ class EngineSpec:
     # once ready, every thread of the server at this nice (server.process.lower_priority): a client on the
     # same host then gets a CPU whenever it needs one (SERVE_NICE)
     serve_nice: int | None = None
+    label: str = "vLLM"
 
     def env(self) -> dict[str, str]:
         env = {"VLLM_CPU_KVCACHE_SPACE": f"{self.kv_cache_gib:g}", "VLLM_LOGGING_LEVEL": "INFO"}
@@ -139,9 +154,10 @@ def tracing_args(endpoint: str, args: list[str]) -> list[str]:
 
 
 class LocalEngine:
-    """A running vLLM process group; ``stop()`` (or leaving the ``with`` block) ends all of it."""
+    """A running engine's process group (vLLM, or llama.cpp's llama-server); ``stop()`` (or leaving the
+    ``with`` block) ends all of it."""
 
-    def __init__(self, spec: EngineSpec, log_path: Path) -> None:
+    def __init__(self, spec: ServeSpec, log_path: Path) -> None:
         self.spec, self.log_path = spec, log_path
         self.port = spec.port or free_port()
         self.server = ServerProcess(spec.argv(self.port), log_path, port=self.port, env=spec.env())
@@ -160,7 +176,7 @@ class LocalEngine:
             self.server.wait_ready(self.spec.startup_timeout_s)
         except EngineError as exc:
             self.stop()
-            raise EngineError(f"vLLM: {exc}") from None
+            raise EngineError(f"{self.spec.label}: {exc}") from None
         if self.spec.serve_nice is not None:
             self.server.lower_priority(self.spec.serve_nice)
 

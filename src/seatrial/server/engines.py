@@ -17,16 +17,21 @@ from dataclasses import dataclass, field
 class Engine:
     """One engine's names. ``metrics``: canonical gauge or counter -> its names (without ``_total``);
     ``histograms``: canonical latency histogram (seconds) -> its names; ``query_fallback``: a counter read as
-    a canonical one only when no engine-native one is present; ``cache_info``: the gauge whose labels state
+    a canonical one only when no engine-native one is present; ``sums``: a canonical counter that is the sum of
+    several of the engine's (read only when all of them are present); ``cache_info``: the gauge whose labels state
     the KV cache (block size, blocks, tokens); ``kv_log_line``: the start-up log line with the KV capacity in
     tokens as its first group. None: the engine states no such thing."""
 
     metrics: dict[str, tuple[str, ...]]
     histograms: dict[str, tuple[str, ...]] = field(default_factory=dict)
     query_fallback: dict[str, str] = field(default_factory=dict)
+    sums: dict[str, tuple[str, ...]] = field(default_factory=dict)
     cache_info: str | None = None
     kv_log_line: re.Pattern[str] | None = None
 
+
+#: llama.cpp's prompt tokens: those it processed and those it reused from its cache
+LLAMACPP_PROMPT = ("llamacpp:prompt_tokens", "llamacpp:prompt_tokens_cached")
 
 ENGINES: dict[str, Engine] = {
     # v1 names, then v0 (and early v1) aliases
@@ -70,14 +75,22 @@ ENGINES: dict[str, Engine] = {
         # SGLang counts prefix-cache queries as prompt tokens
         query_fallback={"sglang:prompt_tokens": "prefix_cache_queries"},
     ),
+    # llama-server --metrics (llama.cpp as vendored in llama-cpp-python 0.3.36, scraped in
+    # tests/server/data/llamacpp_metrics.txt): gauges of slots processing and requests deferred (waiting for a
+    # slot), counters of prompt tokens processed and reused from its cache, of tokens generated. It has no
+    # KV usage gauge (kv_cache_usage_ratio is an older build's, read where present), no preemptions and no
+    # latency histograms: those are UNAVAILABLE from it, never zero.
     "llamacpp": Engine(
         metrics={
             "running": ("llamacpp:requests_processing",),
             "waiting": ("llamacpp:requests_deferred",),
             "kv_cache_usage": ("llamacpp:kv_cache_usage_ratio",),
-            "prompt_tokens": ("llamacpp:prompt_tokens",),
+            "prefix_cache_hits": ("llamacpp:prompt_tokens_cached",),
             "generation_tokens": ("llamacpp:tokens_predicted",),
         },
+        # its prompt_tokens counts the tokens it processed, without those reused from its cache: the prompt
+        # tokens of its requests (and the tokens a prefix cache was asked for) are the two together
+        sums={"prompt_tokens": LLAMACPP_PROMPT, "prefix_cache_queries": LLAMACPP_PROMPT},
     ),
 }
 
@@ -95,3 +108,12 @@ def cache_info_gauges() -> tuple[str, ...]:
 
 def kv_log_lines() -> tuple[re.Pattern[str], ...]:
     return tuple(e.kv_log_line for e in ENGINES.values() if e.kv_log_line is not None)
+
+
+def sums() -> dict[str, tuple[tuple[str, ...], ...]]:
+    """Canonical counter -> each engine's names whose sum it is (``Engine.sums``)."""
+    out: dict[str, tuple[tuple[str, ...], ...]] = {}
+    for engine in ENGINES.values():
+        for canonical, names in engine.sums.items():
+            out[canonical] = (*out.get(canonical, ()), names)
+    return out

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from seatrial.server.engines import ENGINES, names_of
+from seatrial.server.engines import ENGINES, names_of, sums
 
 GAUGES = ("running", "waiting", "kv_cache_usage")
 COUNTERS = ("prefix_cache_queries", "prefix_cache_hits", "preemptions", "prompt_tokens", "generation_tokens")
@@ -37,14 +37,17 @@ _HISTOGRAM_NAMES = {name for names in HISTOGRAMS.values() for name in names}
 
 # Counters read as a canonical one only when no engine-native one exists (SGLang's prompt tokens).
 QUERY_FALLBACK = {name: c for engine in ENGINES.values() for name, c in engine.query_fallback.items()}
+# Counters an engine states as the sum of several of its own (llama.cpp's prompt tokens: processed + cached).
+SUMS = sums()
+_SUMMED = {name for groups in SUMS.values() for names in groups for name in names}
 
 
-_PREFIXES = tuple(NAMES) + tuple(QUERY_FALLBACK) + tuple(_HISTOGRAM_NAMES)
+_PREFIXES = tuple(NAMES) + tuple(QUERY_FALLBACK) + tuple(_SUMMED) + tuple(_HISTOGRAM_NAMES)
 
 
 def sample_names() -> list[str]:
     """Every sample name :func:`parse_metrics` reads (of histograms: ``_sum`` and ``_count``)."""
-    plain = [*NAMES, *QUERY_FALLBACK]
+    plain = [*NAMES, *QUERY_FALLBACK, *sorted(_SUMMED - set(NAMES))]
     histograms = sorted(_HISTOGRAM_NAMES)
     return [
         *plain,
@@ -86,7 +89,7 @@ def parse_metrics(text: str) -> dict[str, float]:
             if sample.name.endswith(("_created", "_bucket", "_count", "_sum")):
                 continue
             base = sample.name.removesuffix("_total")
-            if base in NAMES or base in QUERY_FALLBACK:
+            if base in NAMES or base in QUERY_FALLBACK or base in _SUMMED:
                 by_name.setdefault(base, []).append(float(sample.value))
     values: dict[str, float] = {}
     for canonical, names in ALIASES.items():
@@ -94,6 +97,10 @@ def parse_metrics(text: str) -> dict[str, float]:
         if found is not None:
             series = by_name[found]
             values[canonical] = max(series) if canonical in MAX_OVER_LABELS else sum(series)
+    for canonical, groups in SUMS.items():
+        group = next((g for g in groups if all(n in by_name for n in g)), None)
+        if canonical not in values and group is not None:
+            values[canonical] = sum(sum(by_name[n]) for n in group)
     for name, canonical in QUERY_FALLBACK.items():
         if canonical not in values and name in by_name:
             values[canonical] = sum(by_name[name])

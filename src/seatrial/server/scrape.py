@@ -124,9 +124,14 @@ async def engine_block_size(session: aiohttp.ClientSession, url: str) -> int | N
     return int(size) if size.isdigit() and int(size) > 0 else None
 
 
+#: where an absent quantity's names per engine are listed
+ABSENT_HINT = "the names seatrial reads per engine: seatrial.server.engines; docs/engines.md"
+
+
 def summarize(samples: list[Sample], failures: int = 0) -> dict[str, Any]:
     """Per-level server view: maxima of gauges over the scrapes taken while requests were in flight
-    (None when none was), deltas of counters (None where the engine lacks them), and the engine's own
+    (None when none was), deltas of counters (None where the engine lacks them: then also in
+    ``unavailable`` with the reason), and the engine's own
     mean latencies over the requests it finished between the first and last sample (``<h>_ms_mean``
     over ``<h>_count`` observations; absent where it has no such histogram). Samples that do not say
     whether requests were in flight (a snapshot outside a level) all count as in flight."""
@@ -145,6 +150,9 @@ def summarize(samples: list[Sample], failures: int = 0) -> dict[str, Any]:
     for c in COUNTERS:
         vals = [s.values[c] for s in samples if c in s.values]
         out[c] = (vals[-1] - vals[0]) if len(vals) >= 2 else None
+    if samples:  # a quantity no scrape had: the engine does not export it (None above, never 0)
+        absent = [q for q in (*GAUGES, *COUNTERS) if not any(q in s.values for s in samples)]
+        out["unavailable"] = {q: f"UNAVAILABLE: the server's /metrics has no {q} ({ABSENT_HINT})" for q in absent}
     for h in HISTOGRAMS:
         both = [s.values for s in samples if f"{h}_sum" in s.values and f"{h}_count" in s.values]
         count = both[-1][f"{h}_count"] - both[0][f"{h}_count"] if len(both) >= 2 else 0

@@ -1,5 +1,5 @@
 """What the trials read from the server besides request timings: ``max_model_len`` from
-``/v1/models``, the KV cache layout from ``vllm:cache_config_info`` (block size and block count),
+``/v1/models`` (llama.cpp: the context of one slot, its ``meta.n_ctx``), the KV cache layout from ``vllm:cache_config_info`` (block size and block count),
 counters in canonical names, and any KV offload counters (metric names containing ``offload``)."""
 
 from __future__ import annotations
@@ -117,7 +117,9 @@ async def server_info(
     models = await _get_text(http, f"{url}/v1/models", headers)
     if models:
         data = orjson.loads(models).get("data") or [{}]
-        info.max_model_len = _int(str(data[0].get("max_model_len")))
+        meta = data[0].get("meta") if isinstance(data[0].get("meta"), dict) else {}
+        # vLLM's max_model_len; llama.cpp's context of one slot (its meta.n_ctx)
+        info.max_model_len = _int(str(data[0].get("max_model_len"))) or _int(str(meta.get("n_ctx")))
     text = await _get_text(http, metrics_url, {})
     if text:
         info.cache_labels = cache_info(text)

@@ -39,6 +39,9 @@ class ServerView(SummaryModel):
     e2e_count: int | None = None
     queue_ms_mean: float | None = None
     queue_count: int | None = None
+    # canonical gauges and counters that no scrape had (the engine does not export them) -> the reason; their
+    # fields above are None, never 0
+    unavailable: dict[str, str] = Field(default_factory=dict)
 
 
 class DeliveryStats(SummaryModel):
@@ -177,11 +180,15 @@ class Goodput(SummaryModel):
 
 class ServerTiming(SummaryModel):
     """The engine's own timing of the level's measured requests, from the spans it exported
-    (seatrial.load.spans): how many were joined to their request (by request id, else by trace id), the
-    engine's phases, and the time outside it (client TTFT − engine TTFT: network, HTTP server, client).
+    (seatrial.load.spans; ``source`` spans) or stated in each answer (llama.cpp's ``timings``,
+    seatrial.server.timings; ``source`` answer): how many were joined to their request (by request id, else
+    by trace id), the engine's phases, and the time outside it (client TTFT − engine TTFT: network, HTTP
+    server, client; from llama.cpp also the wait for a slot, which it does not time). ``tpot_ms``: the
+    engine's time per output token after the first, where it states it (llama.cpp).
     ``status`` is MEASURED, or UNAVAILABLE with the ``reason`` (no span arrived at all)."""
 
     status: Literal["MEASURED", "UNAVAILABLE"]
+    source: Literal["spans", "answer"] = "spans"
     reason: str | None = None
     requests: int = 0
     joined: int = 0
@@ -194,6 +201,7 @@ class ServerTiming(SummaryModel):
     decode_ms: Distribution = Field(default_factory=Distribution)
     ttft_ms: Distribution = Field(default_factory=Distribution)
     e2e_ms: Distribution = Field(default_factory=Distribution)
+    tpot_ms: Distribution = Field(default_factory=Distribution)
     network_client_ms: Distribution = Field(default_factory=Distribution)
     network_client_share: Distribution = Field(default_factory=Distribution)
     server_exceeds_client: int = 0
