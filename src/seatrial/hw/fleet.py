@@ -79,11 +79,11 @@ def fleet_verdicts(nodes: list[dict[str, Any]], margin: float) -> list[TrialResu
                 if t["name"] == trial and (v := figure(t, key)) is not None:
                     groups.setdefault(kind(n, t.get("gpu")), []).append((n["node"], t.get("gpu"), v))
         for of_kind, found in groups.items():
-            out += [_judge(name, of_kind, found, node, gpu, value, margin) for node, gpu, value in found]
+            out += [judge_relative(name, of_kind, found, node, gpu, value, margin) for node, gpu, value in found]
     return out
 
 
-def _judge(name: str, of_kind: str, found: list[tuple[str, int | None, float]], node: str, gpu: int | None,
+def judge_relative(name: str, of_kind: str, found: list[tuple[str, int | None, float]], node: str, gpu: int | None,
            value: float, margin: float) -> TrialResult:  # fmt: skip
     values = [v for _, _, v in found]
     evidence: dict[str, Any] = {"value": value, "kind": of_kind, "measured": len(values), "margin": margin}
