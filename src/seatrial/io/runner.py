@@ -80,8 +80,11 @@ def _on_nodes(ctx: IoContext, name: str, nodes: list[Node], unreachable: dict[st
             return unavailable(node.spec, name, str(exc))
 
     live = [n for n in nodes if n.spec not in unreachable]
-    with ThreadPoolExecutor(max(1, len(live))) as pool:
+    pool = ThreadPoolExecutor(max(1, len(live)))
+    try:
         return list(pool.map(one, live))
+    finally:  # on Ctrl-C, not waiting for the trials: the nodes' stop ends their programs, then they return
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def fleet_rows(ctx: IoContext, kinds: dict[str, str]) -> list[IoRow]:

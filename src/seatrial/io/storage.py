@@ -119,7 +119,7 @@ def load_trial(ctx: IoContext, node: Node) -> IoRow:
     figures = medians(runs, ["load_gbps", "seconds"])
     gbps = figures["load_gbps"]
     figures |= {"shards": len(files), "checkpoint_bytes": total, "bytes_read": runs[0]["bytes_read"],
-                "predicted_load_s": round(total / gbps / 1e9, 2) if gbps else None}  # fmt: skip
+                "predicted_load_s": round(total / gbps / 1e9, 4) if gbps else None}  # fmt: skip
     read = ctx.earlier(node.spec, "storage.read")
     if read and read.figures.get("seq_read_gbps") and gbps:
         figures["share_of_storage_read"] = round(gbps / read.figures["seq_read_gbps"], 3)
