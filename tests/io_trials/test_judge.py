@@ -67,7 +67,7 @@ def test_below_floor_fails_naming_it_and_spread_is_review() -> None:
 
 def test_expect_and_trials_are_checked() -> None:
     assert parse_expect(["net.gbps=1", "kv.disk.read_p95_ms=150"]).net_gbps == 1.0
-    with pytest.raises(ConfigError, match="net.gbps"):
+    with pytest.raises(ConfigError, match=r"net\.gbps"):
         parse_expect(["net.gbit=1"])
     with pytest.raises(ConfigError, match="not a number"):
         parse_expect(["net.gbps=fast"])

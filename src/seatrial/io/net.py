@@ -68,9 +68,11 @@ def _client(ctx: IoContext, client: Node, server: Node, reverse: bool) -> float:
             done = client.run(argv, timeout_s=c.net_seconds + 60, tracked=True)
             doc = _json(done.stdout)
             err = str(doc.get("error", "")) if doc else done.stderr.decode(errors="replace")
-            if done.returncode == 0 and doc and "end" in doc:
-                return float(doc["end"]["sum_received"]["bits_per_second"]) / 1e9
-            if "connect" not in err or time.monotonic() > deadline:  # the server may not listen yet
+            received = ((doc or {}).get("end") or {}).get("sum_received") or {}
+            if done.returncode == 0 and "bits_per_second" in received:
+                return float(received["bits_per_second"]) / 1e9
+            retry = any(w in err for w in ("connect", "busy", "reset"))  # the server may not listen yet
+            if not retry or time.monotonic() > deadline:
                 raise RuntimeError(f"iperf3 {client.spec} -> {server.spec}: {err.strip() or 'no answer'}")
             time.sleep(0.2)
     finally:
