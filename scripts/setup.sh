@@ -33,6 +33,8 @@ missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v rsync >/dev/null 2>&1 || missing+=(rsync)
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+command -v fio >/dev/null 2>&1 || missing+=(fio)         # seatrial io: storage and kv.disk trials
+command -v iperf3 >/dev/null 2>&1 || missing+=(iperf3)   # seatrial io: net.tcp
 if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "[setup] installing ${missing[*]} (apt)"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null 2>&1 \

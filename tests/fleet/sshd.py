@@ -88,9 +88,11 @@ def children(pid: int) -> list[int]:
 
 
 def start_sshd(
-    folder: Path, force_command: str | None = None, host: str = "127.0.0.1", remote_path: str | None = None
-) -> Sshd:
-    """``remote_path``: the PATH its sessions get (where their ``rsync`` and ``python3`` are found)."""
+    folder: Path, force_command: str | None = None, host: str = "127.0.0.1", remote_path: str | None = None,
+    netns: str | None = None, port: int | None = None,
+) -> Sshd:  # fmt: skip
+    """``remote_path``: the PATH its sessions get (where their ``rsync`` and ``python3`` are found); ``netns``:
+    started inside that network namespace (``ip netns exec``), listening on ``host`` there."""
     need_tools()
     sshd = sshd_path() or "sshd"
     folder.mkdir(parents=True, exist_ok=True)
@@ -98,7 +100,7 @@ def start_sshd(
     for name in ("hostkey", "clientkey"):
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / name)], check=True)
     shutil.copy(folder / "clientkey.pub", folder / "authorized_keys")
-    port = free_port()
+    port = port or free_port()
     lines = [f"ListenAddress {host}", f"Port {port}", f"HostKey {folder / 'hostkey'}",
              f"AuthorizedKeysFile {folder / 'authorized_keys'}", f"PidFile {folder / 'sshd.pid'}", "StrictModes no",
              "UsePAM no", "PermitRootLogin prohibit-password", "PasswordAuthentication no",
@@ -113,9 +115,10 @@ def start_sshd(
     checked = subprocess.run(
         [sshd, "-T", "-f", str(config)], capture_output=True, text=True, check=True
     ).stdout
-    assert f"listenaddress {host}:{port}" in checked, "the test sshd must listen on loopback only"
+    assert f"listenaddress {host}:{port}" in checked, "the test sshd must listen on its one address only"
     log = (folder / "sshd.log").open("wb")
-    proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(config)], stderr=log, stdout=log)
+    inside = ["ip", "netns", "exec", netns] if netns else []
+    proc = subprocess.Popen([*inside, sshd, "-D", "-e", "-f", str(config)], stderr=log, stdout=log)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         with socket.socket() as s:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 # One name per capability; module seatrial.cli.<name> defines ``register(app)`` adding command <name>.
 COMMANDS = (
-    "accept", "audit", "bench", "capacity", "compare", "convert", "demo", "doctor", "experiment", "guard", "hw", "plan",
+    "accept", "audit", "bench", "capacity", "compare", "convert", "demo", "doctor", "experiment", "guard", "hw", "io", "plan",
     "report", "sync",
 )  # fmt: skip
 
@@ -27,7 +27,7 @@ def build_app(commands: tuple[str, ...] = COMMANDS) -> typer.Typer:
 
     app = typer.Typer(
         name="seatrial",
-        help="Sea trials for LLM deployments: audit, plan, convert, guard, sync, doctor, hw, bench, accept, "
+        help="Sea trials for LLM deployments: audit, plan, convert, guard, sync, doctor, hw, io, bench, accept, "
         "capacity, experiment, compare, report, demo.",
         no_args_is_help=True,
         add_completion=False,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import socket
 import statistics
+from collections.abc import Sequence
 from typing import Any
 
 from seatrial.errors import ConfigError
@@ -86,7 +87,7 @@ def fleet_verdicts(
                 if t["name"] == trial and (v := figure(t, key)) is not None:
                     groups.setdefault(kind(n, t.get("gpu")), []).append((n["node"], t.get("gpu"), v))
         for of_kind, found in groups.items():
-            out += [_judge(name, of_kind, found, node, gpu, value, margin) for node, gpu, value in found]
+            out += [judge_relative(name, of_kind, found, node, gpu, value, margin) for node, gpu, value in found]
     return out
 
 
@@ -100,8 +101,8 @@ def host_verdicts(gpus: list[GpuInfo], trials: list[TrialResult], margin: float)
     return fleet_verdicts([node], margin, HOST_METRICS)
 
 
-def _judge(name: str, of_kind: str, found: list[tuple[str | None, int | None, float]], node: str | None,
-           gpu: int | None, value: float, margin: float) -> TrialResult:  # fmt: skip
+def judge_relative(name: str, of_kind: str, found: Sequence[tuple[str | None, int | None, float]], node: str | None,
+                   gpu: int | None, value: float, margin: float) -> TrialResult:  # fmt: skip
     values = [v for _, _, v in found]
     evidence: dict[str, Any] = {"value": value, "kind": of_kind, "measured": len(values), "margin": margin}
     if len(values) < MIN_OF_A_KIND:

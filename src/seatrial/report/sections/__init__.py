@@ -16,6 +16,7 @@ BY_COMMAND: dict[str, tuple[str, ...]] = {
     "experiment": ("experiment",),
     "compare": ("compare",),
     "hw": ("hw",),
+    "io": ("io",),
     "sync": ("fleet:sync_section",),
     "doctor": ("fleet:doctor_section",),
     "demo": ("demo", "fleet:demo_section", "capacity", "experiment", "hw", "trials", "bench"),
