@@ -56,7 +56,7 @@ def run_cli(app: typer.Typer) -> None:
         # Without standalone mode click *returns* the code of a typer.Exit instead of exiting.
         rc = app(standalone_mode=False)
     except SeatrialError as exc:
-        console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        console.print(f"[bold red]error:[/] {escape(_redacted(str(exc)))}", highlight=False)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")
@@ -75,10 +75,17 @@ def run_cli(app: typer.Typer) -> None:
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
+def _redacted(message: str) -> str:
+    """An error's text as the console shows it: a server's words in it may quote the credentials."""
+    from seatrial.runs.redact import redact_text
+
+    return redact_text(message)
+
+
 def internal_error(exc: BaseException) -> None:
     """An exception seatrial did not expect: one line (the traceback with SEATRIAL_DEBUG=1), exit 70."""
     console.print(
-        f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} (a seatrial bug; SEATRIAL_DEBUG=1 shows where)",
+        f"[bold red]internal error:[/] {type(exc).__name__}: {escape(_redacted(str(exc)))} (a seatrial bug; SEATRIAL_DEBUG=1 shows where)",
         highlight=False,
         markup=True,
     )

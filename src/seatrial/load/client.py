@@ -15,6 +15,7 @@ from seatrial.load.sse import Chunk, MalformedStream, is_done, parse_data_line
 from seatrial.load.stamps import StampedSocket, socket_of, stamped_socket
 from seatrial.load.workloads import RequestSpec
 from seatrial.load.workloads.spec import is_messages
+from seatrial.runs.redact import redact_text, remember_authorization
 
 NS_PER_MS = 1_000_000
 KEEPALIVE_S = 3.0
@@ -184,7 +185,7 @@ async def send(
             rec.status = resp.status
             if resp.status != 200:
                 body = (await resp.read())[:300].decode(errors="replace")
-                rec.error = f"HTTP {resp.status}: {body}"
+                rec.error = _server_words(f"HTTP {resp.status}: {body}", ep)
                 return rec
             sock = socket_of(_transport(resp))
             rec.stamps = "kernel" if sock is not None and sock.kernel else "user"
@@ -202,9 +203,18 @@ async def send(
         rec.error = f"{type(exc).__name__}: {exc}"
     except (OSError, ValueError) as exc:  # ValueError: aiohttp's line-too-long
         rec.error = f"{type(exc).__name__}: {exc}"
+    if rec.error:
+        rec.error = _server_words(rec.error, ep)
     if rec.error and rec.e2e_ms is None:
         rec.e2e_ms = (time.perf_counter_ns() - t0) / NS_PER_MS
     return rec
+
+
+def _server_words(error: str, ep: Endpoint) -> str:
+    """A failure's text, redacted: a 401 body or a stream's error event may quote the credentials sent."""
+    if "Authorization" in ep.headers:  # known in this process too (a client worker's)
+        remember_authorization(ep.headers["Authorization"])
+    return redact_text(error)
 
 
 async def _consume(resp: aiohttp.ClientResponse, timing: _Timing, sock: StampedSocket | None) -> bool:

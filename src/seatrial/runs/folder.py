@@ -7,7 +7,8 @@ summary.json         the command's summary (rewritten as the run goes, so a part
 report.html          rendered from summary.json and run.json by ``seatrial.report``
 
 Records and scrapes are appended from a background thread and flushed as they arrive, so a crash or
-Ctrl-C leaves every finished request on disk. Everything else passes through :func:`redact` first.
+Ctrl-C leaves every finished request on disk. Everything, records and scrapes included, passes through
+:func:`redact` first.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class _LineWriter:
 
     def _run(self) -> None:
         while (row := self._queue.get()) is not None:
+            row = redact(row)  # a record's error is the server's text: it may quote the credentials
             self._fh.write(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
             if self._queue.empty():
                 self._fh.flush()
