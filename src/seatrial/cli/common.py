@@ -94,6 +94,42 @@ def internal_error(exc: BaseException) -> None:
     sys.exit(INTERNAL_ERROR_EXIT)
 
 
+def json_target(text: str) -> Path:
+    """``--json``'s parser: ``-`` (stdout) or a file seatrial may write (``jsonio.check_output_file``),
+    checked as the command line is read, before any work: a whole run is never lost to a bad path."""
+    if text == "-":
+        return Path(text)
+    from seatrial.jsonio import check_output_file
+
+    return check_output_file(text, "--json")
+
+
+def history_target(text: str) -> Path:
+    """``--history``'s parser: a regular file (or none yet) in a writable folder, checked before any work."""
+    from seatrial.jsonio import check_output_file
+
+    return check_output_file(text, "--history")
+
+
+def out_folder(text: str) -> Path:
+    """``--out``'s parser: a new run folder (``runs.folder.check_run_folder``), checked before any work."""
+    return _folder(text, fresh=True)
+
+
+def out_folder_to_resume(text: str) -> Path:
+    """``--out`` of a command that may continue a folder (``experiment --resume``): a folder or none yet,
+    writable; whether it may hold a run already is the command's to say."""
+    return _folder(text, fresh=False)
+
+
+def _folder(text: str, fresh: bool) -> Path:
+    if text == "":
+        raise ConfigError("--out: an empty path names no folder")
+    from seatrial.runs.folder import check_run_folder
+
+    return check_run_folder(Path(text), "--out", fresh=fresh)
+
+
 def emit_json(path: Path | None, payload: Any) -> None:
     """Write the machine-readable summary when ``--json PATH`` was given (``-`` means stdout)."""
     if path is None:
