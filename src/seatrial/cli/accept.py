@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder, parse_name_list, verdict_exit
+from seatrial.cli.common import (
+    console,
+    emit_json,
+    escape,
+    json_target,
+    out,
+    out_folder,
+    parse_name_list,
+    verdict_exit,
+)
 from seatrial.cli.options import settings_from, with_settings
 from seatrial.cli.progress import LiveProgress, verdict_sheet
 from seatrial.errors import ConfigError, RunInterrupted

@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from seatrial.cli.common import console, emit_json, json_target, out, out_folder, parse_name_list, verdict_exit, write_folder
+from seatrial.cli.common import (
+    console,
+    emit_json,
+    json_target,
+    out,
+    out_folder,
+    parse_name_list,
+    verdict_exit,
+    write_folder,
+)
 from seatrial.errors import ConfigError, config_errors
 from seatrial.hw.registry import TRIAL_NAMES
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from seatrial import __version__
 from seatrial.errors import ConfigError
-from seatrial.jsonio import kind_of, write_bytes, write_json, writable_folder
+from seatrial.jsonio import kind_of, writable_folder, write_bytes, write_json
 from seatrial.runs.redact import redact
 
 #: the files of the run-folder contract: a folder holding any of them holds a run
