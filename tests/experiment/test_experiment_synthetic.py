@@ -3,7 +3,7 @@ second): plans, fresh starts in ABBA order, decisions, A/A checks, failed starts
 proof is tests/experiment/test_experiment_vllm.py.
 
 Some plans run the server through ``sh -c`` (``wrapped``): the shell reads which start folder its log
-is in (``/proc/$$/fd/1``) and changes that one start, so that one chosen start fails or an A/A control
+is in (the ``server*.log`` seatrial, its parent, holds open to copy its output into) and changes that one start, so that one chosen start fails or an A/A control
 behaves differently from its twin, which a real engine does only by accident."""
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ SERVER = [sys.executable, "-m", "seatrial.server.synthetic", "--port", "{port}",
 
 def wrapped(case: str) -> list[str]:
     """The synthetic server under a shell that applies ``case`` (sh ``case`` arms on the log's path)."""
-    script = f'case "$(readlink /proc/$$/fd/1)" in {case} esac; exec "$@"'
+    log = 'for f in /proc/$PPID/fd/*; do readlink "$f"; done | grep "/server[^/]*[.]log$" | tail -n 1'
+    script = f'case "$({log})" in {case} esac; exec "$@"'
     return ["sh", "-c", script, "sh", *SERVER]
 
 

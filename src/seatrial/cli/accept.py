@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from seatrial.cli.common import console, emit_json, escape, out, parse_name_list, verdict_exit
+from seatrial.cli.common import (
+    console,
+    emit_json,
+    escape,
+    json_target,
+    out,
+    out_folder,
+    parse_name_list,
+    verdict_exit,
+)
 from seatrial.cli.options import settings_from, with_settings
 from seatrial.cli.progress import LiveProgress, verdict_sheet
 from seatrial.errors import ConfigError, RunInterrupted
@@ -27,8 +36,8 @@ def accept(
         str | None,
         typer.Option(help="Trials that must be measured: UNAVAILABLE/UNSUPPORTED there fails the run"),
     ] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder")] = None,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary JSON here")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", parser=out_folder, help="Run folder")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", parser=json_target, help="Write the summary JSON here")] = None,
     **settings: Any,
 ) -> None:
     """Run the acceptance trials; exit 0 only when the run passed (a PASS and no failed verdict),

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from seatrial.cli.common import emit_json, out
+from seatrial.cli.common import emit_json, json_target, out
 
 if TYPE_CHECKING:
     from seatrial.checkpoint import AuditReport
@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
     def audit_command(
         directory: Path = typer.Argument(..., help="Checkpoint directory (safetensors + config.json)."),
         json_path: Path | None = typer.Option(
-            None, "--json", help="Write the report as JSON ('-' for stdout)."
+            None, "--json", parser=json_target, help="Write the report as JSON ('-' for stdout)."
         ),
     ) -> None:
         """Audit a checkpoint: bytes, logical parameters and precision per component, and findings.

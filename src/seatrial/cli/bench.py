@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from seatrial.cli.common import console, emit_json, escape, out
+from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder
 from seatrial.cli.options import names_of, settings_from, with_settings
 from seatrial.cli.progress import (
     LiveProgress,
@@ -30,8 +30,8 @@ INVALID_EXIT = 1
 def bench(
     url: Annotated[str, typer.Option(help="Server base URL, e.g. http://127.0.0.1:8000")],
     allow_invalid: Annotated[bool, typer.Option(help="Exit 0 even when a level is invalid")] = False,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder")] = None,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary JSON here")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", parser=out_folder, help="Run folder")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", parser=json_target, help="Write the summary JSON here")] = None,
     **settings: Any,
 ) -> None:
     """Load-test a running server: TTFT, TPOT, ITL, E2E, throughput per level, joined with /metrics."""

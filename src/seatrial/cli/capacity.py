@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from seatrial.cli.common import console, emit_json, escape, out
+from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder
 from seatrial.cli.options import settings_from, with_settings
 from seatrial.cli.progress import LiveProgress, rich_table
 from seatrial.errors import RunInterrupted, config_errors
@@ -28,8 +28,8 @@ NOT_FOUND_EXIT, NOTHING_MEASURED_EXIT = 1, 8
 
 def capacity(
     url: Annotated[str, typer.Option(help="Server base URL, e.g. http://127.0.0.1:8000")],
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder")] = None,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary JSON here")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", parser=out_folder, help="Run folder")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", parser=json_target, help="Write the summary JSON here")] = None,
     **settings: Any,
 ) -> None:
     """Find the highest load (req/s, or users) whose SLO attainment's lower bound meets the target; exit 0

@@ -56,7 +56,7 @@ def run_cli(app: typer.Typer) -> None:
         # Without standalone mode click *returns* the code of a typer.Exit instead of exiting.
         rc = app(standalone_mode=False)
     except SeatrialError as exc:
-        console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        console.print(f"[bold red]error:[/] {escape(_redacted(str(exc)))}", highlight=False)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]")
@@ -75,16 +75,59 @@ def run_cli(app: typer.Typer) -> None:
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
+def _redacted(message: str) -> str:
+    """An error's text as the console shows it: a server's words in it may quote the credentials."""
+    from seatrial.runs.redact import redact_text
+
+    return redact_text(message)
+
+
 def internal_error(exc: BaseException) -> None:
     """An exception seatrial did not expect: one line (the traceback with SEATRIAL_DEBUG=1), exit 70."""
     console.print(
-        f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} (a seatrial bug; SEATRIAL_DEBUG=1 shows where)",
+        f"[bold red]internal error:[/] {type(exc).__name__}: {escape(_redacted(str(exc)))} (a seatrial bug; SEATRIAL_DEBUG=1 shows where)",
         highlight=False,
         markup=True,
     )
     if os.environ.get("SEATRIAL_DEBUG") == "1":
         console.print(traceback.format_exc(), highlight=False, markup=False)
     sys.exit(INTERNAL_ERROR_EXIT)
+
+
+def json_target(text: str) -> Path:
+    """``--json``'s parser: ``-`` (stdout) or a file seatrial may write (``jsonio.check_output_file``),
+    checked as the command line is read, before any work: a whole run is never lost to a bad path."""
+    if text == "-":
+        return Path(text)
+    from seatrial.jsonio import check_output_file
+
+    return check_output_file(text, "--json")
+
+
+def history_target(text: str) -> Path:
+    """``--history``'s parser: a regular file (or none yet) in a writable folder, checked before any work."""
+    from seatrial.jsonio import check_output_file
+
+    return check_output_file(text, "--history")
+
+
+def out_folder(text: str) -> Path:
+    """``--out``'s parser: a new run folder (``runs.folder.check_run_folder``), checked before any work."""
+    return _folder(text, fresh=True)
+
+
+def out_folder_to_resume(text: str) -> Path:
+    """``--out`` of a command that may continue a folder (``experiment --resume``): a folder or none yet,
+    writable; whether it may hold a run already is the command's to say."""
+    return _folder(text, fresh=False)
+
+
+def _folder(text: str, fresh: bool) -> Path:
+    if text == "":
+        raise ConfigError("--out: an empty path names no folder")
+    from seatrial.runs.folder import check_run_folder
+
+    return check_run_folder(Path(text), "--out", fresh=fresh)
 
 
 def emit_json(path: Path | None, payload: Any) -> None:

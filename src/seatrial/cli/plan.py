@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from seatrial.cli.common import emit_json, out, parse_int_list, parse_name_list
+from seatrial.cli.common import emit_json, json_target, out, parse_int_list, parse_name_list
 
 if TYPE_CHECKING:
     from seatrial.plan import PlanResult
@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
         embeddings_on_host: bool = typer.Option(False, "--embeddings-on-host", help="PLE in host RAM."),
         do_search: bool = typer.Option(False, "--search", help="List every TP/PP/DP/EP layout that fits."),
         json_path: Path | None = typer.Option(
-            None, "--json", help="Write the plan as JSON ('-' for stdout)."
+            None, "--json", parser=json_target, help="Write the plan as JSON ('-' for stdout)."
         ),
     ) -> None:
         """Plan memory per rank with vLLM's rules. Exit code 1 when it does not fit (or, with --search,

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from seatrial.cli.common import console, emit_json, out, write_folder
+from seatrial.cli.common import console, emit_json, json_target, out, out_folder, write_folder
 from seatrial.cli.progress import rich_table
 from seatrial.errors import ConfigError, RunInterrupted
 
@@ -72,9 +72,9 @@ def register(app: typer.Typer) -> None:
         bwlimit: float | None = typer.Option(
             None, "--bwlimit", help="Bandwidth limit per stream, MB/s (rsync's)"
         ),
-        json_path: Path | None = typer.Option(None, "--json", help="Write the summary and manifest here"),
+        json_path: Path | None = typer.Option(None, "--json", parser=json_target, help="Write the summary and manifest here"),
         out_dir: Path | None = typer.Option(
-            None, "--out", help="Run folder (run.json, summary.json, report.html)"
+            None, "--out", parser=out_folder, help="Run folder (run.json, summary.json, report.html)"
         ),
     ) -> None:
         """Replicate SRC to every DEST with parallel rsync streams, then prove each is identical. Exit 0

@@ -198,6 +198,8 @@ def sync(src: Path, dests: list[str], *, streams: int | None = None, verify: Ver
     """Every destination in turn (their streams run at once); the summary with the plan and each result.
     SIGTERM and SIGHUP stop it as Ctrl-C does (every rsync stream stopped, partial data kept)."""
     places = [parse_place(d) for d in dests]
+    for place in places:
+        _not_nested(src, place)
     control = tempfile.TemporaryDirectory(prefix="seatrial-ssh-")
     ssh = replace(ssh or Ssh(), control_dir=Path(control.name))
     try:
@@ -229,6 +231,18 @@ def _sync(src: Path, places: list[Place], streams: int | None, verify: Verify, s
     return SyncSummary(src=str(src), verify=verify, check_only=check_only, plan=TransferPlan(**plan),
                        destinations=[SyncDestination(**r) for r in results], manifest=full,
                        elapsed_s=round(time.monotonic() - started, 2), ok=all(r["ok"] for r in results))  # fmt: skip
+
+
+def _not_nested(src: Path, dest: Place) -> None:
+    """ConfigError (exit 2) for a local DEST that is SRC or lies inside it (rsync would copy SRC into itself,
+    and again on every run), or that holds SRC (the sync would replace its own source), as convert refuses."""
+    if not dest.local:
+        return
+    here, there = src.resolve(), Path(dest.path).expanduser().resolve()
+    if there == here or here in there.parents:
+        raise ConfigError(f"DEST {dest} must not be SRC or lie inside it")
+    if there in here.parents:
+        raise ConfigError(f"DEST {dest} holds SRC {src}: a sync there would replace its own source")
 
 
 def _done(value: Any) -> Future[Any]:

@@ -19,6 +19,7 @@ import orjson
 
 from seatrial.errors import GuardError
 from seatrial.guard.meminfo import MemSample
+from seatrial.jsonio import check_output_file
 from seatrial.runs.redact import redact
 
 Echo = Callable[[dict[str, Any]], None]
@@ -37,7 +38,9 @@ class History:
         self.path = Path(path)
         self.echo = echo
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.path.open("ab")
+        check_output_file(self.path, "--history")  # appended to: a regular file, never a device or a link
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+        self._fh = os.fdopen(fd, "ab")
 
     def record(
         self,

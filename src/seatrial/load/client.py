@@ -25,6 +25,7 @@ from seatrial.load.stamps import (
 )
 from seatrial.load.workloads import RequestSpec
 from seatrial.load.workloads.spec import is_messages
+from seatrial.runs.redact import redact_text, remember_authorization
 from seatrial.server.timings import llamacpp_timing
 
 NS_PER_MS = 1_000_000
@@ -214,6 +215,8 @@ async def send(
             break
         rec.resends += 1
         rec.error = None
+    if rec.error:
+        rec.error = _server_words(rec.error, ep)
     if rec.error and rec.e2e_ms is None:
         rec.e2e_ms = (time.perf_counter_ns() - t0) / NS_PER_MS
     return rec
@@ -247,6 +250,13 @@ async def _send_once(
         return f"{type(exc).__name__}: {exc}"
     except (OSError, ValueError) as exc:  # ValueError: aiohttp's line-too-long
         return f"{type(exc).__name__}: {exc}"
+
+
+def _server_words(error: str, ep: Endpoint) -> str:
+    """A failure's text, redacted: a 401 body or a stream's error event may quote the credentials sent."""
+    if "Authorization" in ep.headers:  # known in this process too (a client worker's)
+        remember_authorization(ep.headers["Authorization"])
+    return redact_text(error)
 
 
 async def _consume(resp: aiohttp.ClientResponse, timing: _Timing, sock: StampedSocket | None) -> bool:

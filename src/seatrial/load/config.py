@@ -28,7 +28,7 @@ from seatrial.load.settings import (
     parse_goodput,
     parse_levels,
 )
-from seatrial.runs.redact import redact_text
+from seatrial.runs.redact import redact_text, remember
 
 
 def _S(name: str) -> Any:
@@ -173,6 +173,8 @@ class ServerTarget(BaseModel):
             self._basic_auth = (unquote(parts.username or ""), unquote(parts.password or ""))
             host = parts.netloc.rsplit("@", 1)[1]
             self.url = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+            remember(basic=self._basic_auth)  # a server that echoes the Basic token writes it nowhere
+        remember(os.environ.get(self.api_key_env))
         if self.metrics_url:
             self.metrics_url = redact_text(self.metrics_url)
         return self
@@ -182,6 +184,7 @@ class ServerTarget(BaseModel):
         (Basic), else nothing. Never written anywhere."""
         key = os.environ.get(self.api_key_env)
         if key:
+            remember(key)
             return {"Authorization": f"Bearer {key}"}
         if self._basic_auth is not None:
             token = base64.b64encode(":".join(self._basic_auth).encode()).decode()

@@ -11,7 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from seatrial.jsonio import read_json
+from seatrial.jsonio import read_json, write_bytes
 from seatrial.report.jinja import template
 
 
@@ -31,5 +31,4 @@ def write_report(run_dir: Path) -> Path:
     run_info = read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
     title = f"seatrial {run_info.get('command', 'report')} — {run_dir.name}"
     out = run_dir / "report.html"
-    out.write_text(render_html(summary, title, run_info), encoding="utf-8")
-    return out
+    return write_bytes(out, render_html(summary, title, run_info).encode())  # never through a planted link

@@ -6,8 +6,13 @@ server_metrics.jsonl timestamped scrapes of the server's /metrics (the same comm
 summary.json         the command's summary (rewritten as the run goes, so a partial run is readable)
 report.html          rendered from summary.json and run.json by ``seatrial.report``
 
+One run per folder: a folder that already holds one of these files is refused (exit 2), and every file is
+opened without following a link (``O_NOFOLLOW``) or replaced by a rename (never what a planted link points
+to).
+
 Records and scrapes are appended from a background thread and flushed as they arrive, so a crash or
-Ctrl-C leaves every finished request on disk. Everything else passes through :func:`redact` first.
+Ctrl-C leaves every finished request on disk. Everything, records and scrapes included, passes through
+:func:`redact` first.
 """
 
 from __future__ import annotations
@@ -25,8 +30,12 @@ import orjson
 from pydantic import BaseModel
 
 from seatrial import __version__
-from seatrial.jsonio import write_json
+from seatrial.errors import ConfigError
+from seatrial.jsonio import kind_of, writable_folder, write_bytes, write_json
 from seatrial.runs.redact import redact
+
+#: the files of the run-folder contract: a folder holding any of them holds a run
+RUN_FILES = ("run.json", "requests.jsonl", "server_metrics.jsonl", "summary.json", "report.html")
 
 
 def environment() -> dict[str, Any]:
@@ -45,12 +54,38 @@ def write_redacted(path: Path, obj: Any) -> Path:
     return write_json(path, redact(obj))
 
 
+def check_run_folder(path: Path, what: str = "--out", fresh: bool = True) -> Path:
+    """``path`` as a run folder to write (ConfigError, exit 2, otherwise): a folder or nothing yet, where
+    this process can write; ``fresh``: holding no run yet (re-using one would mix two runs' records)."""
+    if str(path) == "":
+        raise ConfigError(f"{what}: an empty path names no folder")
+    if os.path.lexists(path) and not path.is_dir():
+        mode = (os.stat if path.exists() else os.lstat)(path).st_mode  # a dangling link is a symlink
+        raise ConfigError(f"{what} {path}: is {kind_of(mode)}, not a folder")
+    if fresh and path.is_dir():
+        held = [name for name in RUN_FILES if os.path.lexists(path / name)]
+        if held:
+            raise ConfigError(f"{what} {path} already holds a run ({held[0]}): give a new folder, or remove "
+                              "that one first")  # fmt: skip
+    writable_folder(path, f"{what} {path}")
+    return path
+
+
+def _open_new(path: Path) -> IO[bytes]:
+    """``path`` created for appending; an existing file or a planted link there is refused, never followed."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        raise ConfigError(f"{path}: exists already (a run folder's files are written once)") from None
+    return os.fdopen(fd, "ab")
+
+
 class _LineWriter:
     """Appends JSON lines from a background thread, flushing each batch, so the load loop never waits
     on the disk (a 1,024-stream level ends with 1,024 records at once)."""
 
     def __init__(self, path: Path) -> None:
-        self._fh: IO[bytes] = open(path, "ab")  # noqa: SIM115
+        self._fh: IO[bytes] = _open_new(path)
         self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=f"writer-{path.name}", daemon=True)
         self._thread.start()
@@ -60,6 +95,7 @@ class _LineWriter:
 
     def _run(self) -> None:
         while (row := self._queue.get()) is not None:
+            row = redact(row)  # a record's error is the server's text: it may quote the credentials
             self._fh.write(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
             if self._queue.empty():
                 self._fh.flush()
@@ -87,7 +123,7 @@ class RunFolder:
         requests: bool = True,
         extra: dict[str, Any] | None = None,
     ) -> None:
-        self.path = path
+        self.path = check_run_folder(path, "run folder")
         path.mkdir(parents=True, exist_ok=True)
         info = {"command": command, "config": config, "environment": environment(), **(extra or {})}
         write_redacted(path / "run.json", info)
@@ -116,8 +152,7 @@ class RunFolder:
         text; redacted either way."""
         target = self.path / name
         if isinstance(content, str):
-            target.write_text(redact(content), encoding="utf-8")
-            return target
+            return write_bytes(target, redact(content).encode())
         return write_redacted(target, content)
 
     def close(self) -> None:

@@ -1,4 +1,5 @@
-"""A server command run in its own process group, its output in a log file: started, waited for until it
+"""A server command run in its own process group, its output in a log file (line by line, redacted:
+``server.childlog``): started, waited for until it
 serves, and stopped so that nothing of it is left.
 
 Readiness: ``health_path`` answers 2xx and ``/v1/models`` lists a model (anything else, a garbled
@@ -28,9 +29,11 @@ from seatrial.childenv import child_environ
 from seatrial.errors import EngineError
 from seatrial.guard.procfs import group_members
 from seatrial.interrupts import shielded
+from seatrial.server.childlog import RedactedLog
 from seatrial.server.engines import kv_log_lines
 
 POLL_S = 0.5
+LOG_DRAIN_S = 5.0  # at most this long for the child's last lines to reach its log once it has exited
 
 
 def free_port() -> int:
@@ -94,8 +97,8 @@ class ServerProcess:
     ) -> None:
         self.argv, self.log_path, self.host, self.port = list(argv), log_path, host, port
         self.url = f"http://{host}:{port}"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(log_path, "ab")  # noqa: SIM115
+        environ = child_environ(env)
+        self._log = RedactedLog(log_path, self.argv, environ)
         self.started_at = time.monotonic()
         self.stopped: dict[str, Any] | None = None  # how stop() went, once it has
         self.ready_s: float | None = None  # seconds from launch to ready, once it was
@@ -103,15 +106,17 @@ class ServerProcess:
         try:
             self.proc = subprocess.Popen(
                 self.argv,
-                stdout=self._log,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=child_environ(env),
+                env=environ,
                 start_new_session=True,
             )
         except OSError as exc:
-            self._log.close()
+            self._log.drain(0)
             raise EngineError(f"cannot start {self.argv[0]!r}: {exc.strerror or exc}") from None
+        assert self.proc.stdout is not None
+        self._log.follow(self.proc.stdout)
 
     def wait_ready(self, timeout_s: float, health_path: str = "/health") -> float:
         """Seconds from launch until the server is healthy and lists a model; EngineError with the log's
@@ -119,6 +124,7 @@ class ServerProcess:
         deadline = self.started_at + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                self._log.drain(LOG_DRAIN_S)  # its last words are what the error shows
                 raise EngineError(
                     f"the server exited with {self.proc.returncode} during start-up:\n{self.log_tail()}"
                 )
@@ -177,7 +183,7 @@ class ServerProcess:
                     self._gone(30.0)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(5)
-        self._log.close()
+        self._log.drain(LOG_DRAIN_S)
         self.stopped = {
             "signal": sent,
             "stop_s": round(time.monotonic() - started, 3),

@@ -12,7 +12,9 @@ Faults (``fault`` for every ``fault_every``-th request): ``http500``, ``http429`
 dropped mid-stream), ``stall`` (stops sending, holds the connection), ``malformed`` (a non-JSON data
 line), ``no_done`` (stream closes without ``[DONE]``), ``short`` (stops early with finish_reason stop),
 ``textless`` (every token's text is empty, as vLLM streams a model that emits only special tokens:
-a chat stream then carries no content at all, only its finish chunk and usage).
+a chat stream then carries no content at all, only its finish chunk and usage), ``echo_auth`` (HTTP 401
+whose body quotes the request's Authorization header and its bare credential, as servers that say
+"Incorrect API key provided: sk-..." do), ``echo_auth_stream`` (an error event mid-stream that quotes them).
 Spans: with ``otlp_endpoint`` it exports one ``llm_request`` span per finished request every
 ``span_interval_s``, as vLLM does (ids ``cmpl-<X-Request-Id>-0`` / ``chatcmpl-<X-Request-Id>``, the
 ``traceparent``'s trace id, its own queue/prefill/decode/TTFT/E2E), except every ``spanless_every``-th
@@ -44,7 +46,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from seatrial.server.process import free_port
 
-FAULTS = ("none", "http500", "http429", "die", "stall", "malformed", "no_done", "short")
+FAULTS = ("none", "http500", "http429", "die", "stall", "malformed", "no_done", "short", "echo_auth",
+          "echo_auth_stream")  # fmt: skip
 
 
 @dataclass
@@ -156,6 +159,8 @@ async def _completions(request: web.Request) -> web.StreamResponse:
     fault = cfg.fault if cfg.fault != "none" and index % cfg.fault_every == 0 else "none"
     if fault in ("http500", "http429"):
         return web.json_response({"error": {"message": f"synthetic {fault}"}}, status=int(fault[4:]))
+    if fault == "echo_auth":
+        return web.json_response({"error": {"message": _echo(request)}}, status=401)
     chat = "messages" in body
     prompt = _count(body.get("messages") or body.get("prompt", ""))
     n_out = int(body.get("max_tokens") or 16)
@@ -259,6 +264,9 @@ async def _stream(
             if fault == "malformed":
                 await resp.write(b"data: {not json\n\n")
                 return
+            if fault == "echo_auth_stream":
+                await resp.write(b"data: " + orjson.dumps({"error": {"message": _echo(request)}}) + b"\n\n")
+                return
             break  # no_done and short stop sending tokens here
         due = start + int(k * cfg.itl_s * 1e9)
         delay = (due - time.perf_counter_ns()) / 1e9
@@ -278,6 +286,12 @@ async def _stream(
         usage = {"id": rid, "choices": [], "usage": _usage(prompt, sent)}
         await resp.write(b"data: " + orjson.dumps(usage) + b"\n\n")
     await resp.write(b"data: [DONE]\n\n")
+
+
+def _echo(request: web.Request) -> str:
+    """What a careless server says about the credentials it was sent: the header and the bare token."""
+    auth = request.headers.get("Authorization", "")
+    return f"Incorrect API key provided: {auth.partition(' ')[2]} (Authorization: {auth})"
 
 
 async def _tokenize(request: web.Request) -> web.Response:
