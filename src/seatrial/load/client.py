@@ -65,10 +65,13 @@ class Endpoint:
 
 class _Timing:
     """Accumulates chunk arrival times into TTFT, TTFA and per-token ITL; with ``answer`` (a list), also
-    collects the answer's text there (a conversation's next turn needs it; it is never written)."""
+    collects the answer's text there (a conversation's next turn needs it; it is never written). ``asked``:
+    the ``max_tokens`` sent; a usage above it is the server's nonsense (the stream fails)."""
 
-    def __init__(self, rec: RequestRecord, t0: int, answer: list[str] | None = None) -> None:
-        self.rec, self.t0, self.answer = rec, t0, answer
+    def __init__(
+        self, rec: RequestRecord, t0: int, answer: list[str] | None = None, asked: int | None = None
+    ) -> None:
+        self.rec, self.t0, self.answer, self.asked = rec, t0, answer, asked
         self.last_ns: int | None = None
         self.done_ns: int | None = None
         self.tokens_seen = 0
@@ -127,6 +130,10 @@ class _Timing:
 
     def _tokens_in(self, chunk: Chunk) -> int:
         if chunk.completion_tokens is not None:
+            if self.asked is not None and chunk.completion_tokens > self.asked:
+                raise MalformedStream(
+                    f"usage says {chunk.completion_tokens} completion tokens, more than the {self.asked} asked"
+                )
             prev = self.usage_tokens or 0
             self.usage_tokens = chunk.completion_tokens
             # A usage-only chunk (no choices) repeats the total: it carries no new token.
@@ -178,7 +185,7 @@ async def send(
     if ep.trace_salt:
         headers["traceparent"] = traceparent(ep.trace_salt, rec.request_id)
     rec.send_ns = t0 = time.perf_counter_ns()
-    timing = _Timing(rec, t0, answer)
+    timing = _Timing(rec, t0, answer, spec.output_len)
     try:
         async with session.post(ep.url, json=ep.payload(spec), headers=headers) as resp:
             rec.status = resp.status
