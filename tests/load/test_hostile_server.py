@@ -8,7 +8,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from tests.clirun import invoke
 from tests.hostile import Hostile, serve
 

@@ -73,9 +73,9 @@ class ServerTokenizer:
     async def _post_once(self, path: str, payload: dict[str, object]) -> dict[str, object]:
         async with self._session.post(f"{self._url}{path}", json=payload, headers=self._headers) as resp:
             if resp.status != 200:
-                body = (await resp.text())[:200]
+                text = (await resp.read())[:200].decode(errors="replace")
                 raise ServerError(
-                    f"{path} answered HTTP {resp.status}: {body}; pass --tokenizer PATH instead"
+                    f"{path} answered HTTP {resp.status}: {text}; pass --tokenizer PATH instead"
                 )
             body = await resp.read()
         try:
