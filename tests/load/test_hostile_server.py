@@ -78,6 +78,6 @@ def test_accept_and_capacity_say_http_401_when_every_request_is_refused() -> Non
     with serve(Hostile(status=401)) as url:
         accept = invoke(["accept", "--url", url, "--trials", "basic", "--scale", "small"])
         capacity = invoke(["capacity", "--url", url, "--input-len", "4", "--output-len", "4",
-                           "--slo", "ttft_ms:1000", "--no-gpu-telemetry"])  # fmt: skip
+                           "--slo", "ttft_ms:1000", "--start", "200", "--no-gpu-telemetry"])  # fmt: skip
     for r in (accept, capacity):
         assert r.code == 4 and "HTTP 401" in r.output, r.output
