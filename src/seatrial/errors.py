@@ -4,6 +4,7 @@
     ├── ConfigError        bad flags, profile files, or arguments (exit 2)
     ├── CheckpointError    unreadable, malformed or hostile checkpoint files (exit 3)
     ├── ServerError        the server under test cannot be reached or answers nonsense at start (exit 4)
+    │   └── ServerRefused  every request answered HTTP 401/403 (exit 4)
     ├── EngineError        a local engine could not be installed or started (exit 5)
     ├── HardwareError      GPU stack problems that stop a whole run (exit 6)
     ├── GuardError         the launch guard refused or gave up (exit 7)
@@ -38,6 +39,11 @@ class CheckpointError(SeatrialError):
 
 class ServerError(SeatrialError):
     exit_code = 4
+
+
+class ServerRefused(ServerError):
+    """The server refused every request (HTTP 401/403): it cannot be used by this client at all, so a whole
+    run stops here (a trial or probe does not just fail)."""
 
 
 class EngineError(SeatrialError):

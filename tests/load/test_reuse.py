@@ -41,6 +41,7 @@ def test_connections_closed_after_each_stream_cost_no_request(delay_s: float, co
     assert all(r.output_tokens == 4 for r in records)
     assert sorted(ids) == sorted(r.request_id for r in records)  # each read once: none sent twice
     assert sum(r.resends + r.stale_connections for r in records) > 0  # the server did close them
+    assert all(r.resends <= 1 for r in records)  # a resend goes out on a new connection: never stale
 
 
 def test_request_dropped_mid_stream_stays_a_failure() -> None:

@@ -22,6 +22,7 @@ from seatrial.load.distributed import Merge, split, start_times
 from seatrial.load.goodput import goodput
 from seatrial.load.looplag import LoopLag
 from seatrial.load.metrics import client_timing, duration_s, level_metrics
+from seatrial.load.models import listed_models
 from seatrial.load.plancheck import check_plan
 from seatrial.load.pools import Pool, make_pool
 from seatrial.load.records import RequestRecord
@@ -30,7 +31,7 @@ from seatrial.load.share import Sending, WorkerClock, WorkerStats
 from seatrial.load.spans import SpanBook, answered
 from seatrial.load.timed import check_endpoint, load_label, open_load, schedule, session_stats, trace_stats
 from seatrial.load.tokenize import LocalTokenizer, ServerTokenizer, TokenCounter
-from seatrial.load.validity import invalid_reasons, lateness, prompt_mismatches
+from seatrial.load.validity import check_refused, invalid_reasons, lateness, prompt_mismatches
 from seatrial.load.workloads import WORKLOADS, RequestSpec, build_specs, measured_requests
 from seatrial.runs.folder import RunFolder
 from seatrial.runs.summaries.bench import (
@@ -76,13 +77,13 @@ async def discover_model(http: aiohttp.ClientSession, url: str, headers: dict[st
         async with http.get(f"{url}/v1/models", headers=headers) as resp:
             if resp.status != 200:
                 raise ServerError(f"{url}/v1/models answered HTTP {resp.status}")
-            data = await resp.json()
+            body = await resp.read()
     except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
         raise ServerError(f"cannot reach {url}: {type(exc).__name__}: {exc}") from exc
-    models = [m.get("id") for m in data.get("data", []) if isinstance(m, dict)]
+    models = listed_models(body, f"{url}/v1/models")
     if not models:
         raise ServerError(f"{url}/v1/models lists no model; pass --model")
-    return str(models[0])
+    return str(models[0]["id"])
 
 
 async def open_session(
@@ -142,7 +143,8 @@ async def measure_level(
         check_endpoint(warm, s.endpoint)
         progress.level_start(f"{label} warm-up", len(warm))
         warm_sender = make_sender(s.http, s.endpoint)
-        await run_level(warm, level, "warmup", f"L{index}-warm", warm_sender, keep, level_index=index)
+        warmed, _ = await run_level(warm, level, "warmup", f"L{index}-warm", warm_sender, keep, level_index=index)
+        check_refused(warmed)
     specs = await build_specs(wl, s.tokenizer, lead + measured_requests(wl, load.requests), salt=2 * index + 1)
     check_endpoint(specs, s.endpoint)
     sender = make_sender(s.http, s.endpoint)
@@ -190,6 +192,7 @@ async def measure_level(
                 if s.gpus is not None:
                     s.gpus.stop()
                 await scraper.stop()
+        check_refused(records)
         records = [r for r in records if r.phase == "measure"]  # a leading warm-up's are not measured
         # the engine's own timing: its spans, else what it stated in each answer (llama.cpp)
         timing = book.join(records, await book.settle(records)) if book is not None else answered(records)

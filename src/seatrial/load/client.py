@@ -86,10 +86,13 @@ class Endpoint:
 
 class _Timing:
     """Accumulates chunk arrival times into TTFT, TTFA and per-token ITL; with ``answer`` (a list), also
-    collects the answer's text there (a conversation's next turn needs it; it is never written)."""
+    collects the answer's text there (a conversation's next turn needs it; it is never written). ``asked``:
+    the ``max_tokens`` sent; a usage above it is the server's nonsense (the stream fails)."""
 
-    def __init__(self, rec: RequestRecord, t0: int, answer: list[str] | None = None) -> None:
-        self.rec, self.t0, self.answer = rec, t0, answer
+    def __init__(
+        self, rec: RequestRecord, t0: int, answer: list[str] | None = None, asked: int | None = None
+    ) -> None:
+        self.rec, self.t0, self.answer, self.asked = rec, t0, answer, asked
         self.last_ns: int | None = None
         self.done_ns: int | None = None
         self.tokens_seen = 0
@@ -150,6 +153,10 @@ class _Timing:
 
     def _tokens_in(self, chunk: Chunk) -> int:
         if chunk.completion_tokens is not None:
+            if self.asked is not None and chunk.completion_tokens > self.asked:
+                raise MalformedStream(
+                    f"usage says {chunk.completion_tokens} completion tokens, more than the {self.asked} asked"
+                )
             prev = self.usage_tokens or 0
             self.usage_tokens = chunk.completion_tokens
             # A usage-only chunk (no choices) repeats the total: it carries no new token.
@@ -204,14 +211,15 @@ async def send(
         headers["traceparent"] = traceparent(ep.trace_salt, rec.request_id)
     rec.send_ns = t0 = time.perf_counter_ns()
     body = ep.payload(spec)
-    for _ in range(MAX_ATTEMPTS):
-        attempt, token = begin_attempt()
+    for n in range(MAX_ATTEMPTS):
+        attempt, token = begin_attempt(fresh=n > 0)
         try:
-            rec.error = await _send_once(session, ep.url, body, headers, rec, _Timing(rec, t0, answer))
+            rec.error = await _send_once(session, ep.url, body, headers, rec, _Timing(rec, t0, answer, spec.output_len))
         finally:
             end_attempt(token)
         rec.stale_connections += attempt.stale_dropped
-        if rec.error is None or rec.status is not None or not attempt.never_read():
+        last = n == MAX_ATTEMPTS - 1
+        if rec.error is None or rec.status is not None or not attempt.never_read() or last:
             break
         rec.resends += 1
         rec.error = None

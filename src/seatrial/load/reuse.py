@@ -12,7 +12,7 @@ server. Two guards, neither of which can hide a request the server received:
   one taken. Nothing was sent on it.
 - the first write of a request on a pooled connection asks the kernel again (the server may have
   closed it while the client was busy between taking and writing); a closed one refuses the write.
-- a request that failed on a reused connection is sent again (on another connection) only when the
+- a request that failed on a reused connection is sent again, once, on a new connection, only when the
   server provably never read it, and not one byte of a response had arrived: the write was refused as
   above, or the kernel reported a reset (RST) from the server, or the server's FIN did not acknowledge
   the request (it was sent before the request arrived). TCP resets a connection whose application
@@ -32,7 +32,7 @@ import aiohttp
 
 from seatrial.load.stamps import StampedSocket, socket_of
 
-MAX_ATTEMPTS = 4  # sends of one request: each retry needs the proof above, this only bounds a loop
+MAX_ATTEMPTS = 2  # sends of one request: a resend needs the proof above and goes out on a new connection
 
 
 @dataclass
@@ -40,6 +40,7 @@ class Attempt:
     """One send of a request: the pooled connection it went out on (None: a fresh connection)."""
 
     sock: StampedSocket | None = None
+    fresh: bool = False  # a resend: it goes out on a new connection, whose failure is final
     received_at_start: int = 0
     stale_dropped: int = 0  # pooled connections found closed by the server and not used
 
@@ -54,8 +55,8 @@ class Attempt:
 _ATTEMPT: contextvars.ContextVar[Attempt | None] = contextvars.ContextVar("seatrial_attempt", default=None)
 
 
-def begin_attempt() -> tuple[Attempt, contextvars.Token[Attempt | None]]:
-    attempt = Attempt()
+def begin_attempt(fresh: bool = False) -> tuple[Attempt, contextvars.Token[Attempt | None]]:
+    attempt = Attempt(fresh=fresh)
     return attempt, _ATTEMPT.set(attempt)
 
 
@@ -69,6 +70,8 @@ class GuardedConnector(aiohttp.TCPConnector):
 
     async def _get(self, key: Any, traces: Any) -> Any:  # aiohttp.connector.Connection | None
         attempt = _ATTEMPT.get()
+        if attempt is not None and attempt.fresh:
+            return None  # a resend never takes a pooled connection: the connector opens a new one
         while True:
             conn = await super()._get(key, traces)
             if conn is None:

@@ -60,33 +60,67 @@ def parse_data_line(line: bytes) -> Chunk | None:
     return _chunk(data)
 
 
+MAX_TOKENS = 1 << 31  # no request counts more tokens: a larger usage is nonsense, not a measurement
+
+
 def _chunk(data: dict[str, Any]) -> Chunk:
-    usage = data.get("usage") or {}
+    usage = _dict_or_none(data.get("usage"), "usage")
     choices = data.get("choices") or []
-    text, reasoning, finish, only_reasoning = "", "", None, False
+    if not isinstance(choices, list):
+        raise MalformedStream(f"'choices' is not a list: {_show(choices)}")
+    text, reasoning, finish, only_reasoning, is_chat = "", "", None, False, False
     if choices:
-        choice = choices[0]
+        choice = _dict_or_none(choices[0], "choices[0]")
+        if choice is None:
+            raise MalformedStream("choices[0] is null")
         delta = choice.get("delta")
+        is_chat = isinstance(delta, dict)
         if isinstance(delta, dict):
             marked = delta.get("reasoning", delta.get("reasoning_content"))
-            reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
-            text = (delta.get("content") or "") + reasoning
+            reasoning = _text(delta.get("reasoning") or delta.get("reasoning_content"), "reasoning")
+            text = _text(delta.get("content"), "delta.content") + reasoning
             only_reasoning = isinstance(marked, str) and not delta.get("content")
         else:
-            text = choice.get("text") or ""
+            text = _text(choice.get("text"), "text")
         finish = choice.get("finish_reason")
     return Chunk(
         text=text,
-        completion_tokens=usage.get("completion_tokens"),
-        prompt_tokens=usage.get("prompt_tokens"),
-        finish_reason=finish,
+        completion_tokens=_count(usage, "completion_tokens"),
+        prompt_tokens=_count(usage, "prompt_tokens"),
+        finish_reason=str(finish) if finish else None,
         has_choice=bool(choices),
-        response_id=data.get("id"),
-        is_chat=bool(choices) and isinstance(choices[0].get("delta"), dict),
+        response_id=str(data["id"]) if data.get("id") else None,
+        is_chat=is_chat,
         reasoning=reasoning,
         only_reasoning=only_reasoning,
         timings=data["timings"] if isinstance(data.get("timings"), dict) else None,
     )
+
+
+def _show(value: Any) -> str:
+    return repr(value)[:80]
+
+
+def _dict_or_none(value: Any, name: str) -> dict[str, Any] | None:
+    if value is None or isinstance(value, dict):
+        return value
+    raise MalformedStream(f"'{name}' is not an object: {_show(value)}")
+
+
+def _text(value: Any, name: str) -> str:
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise MalformedStream(f"'{name}' is not a string: {_show(value)}")
+
+
+def _count(usage: dict[str, Any] | None, key: str) -> int | None:
+    """A usage count: an integer from 0 to :data:`MAX_TOKENS`, or absent."""
+    value = None if usage is None else usage.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        raise MalformedStream(f"usage.{key} is not a token count: {_show(value)}")
+    return value
 
 
 def is_done(line: bytes) -> bool:

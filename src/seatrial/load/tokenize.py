@@ -13,11 +13,15 @@ from pathlib import Path
 from typing import Protocol
 
 import aiohttp
+import orjson
 
-from seatrial.errors import ConfigError, ServerError
+from seatrial.errors import ConfigError, SeatrialError, ServerError
 
 
 class TokenCounter(Protocol):
+    fault: type[SeatrialError]  # what a nonsensical answer is: the user's file (exit 2) or the server (exit 4)
+    source: str
+
     async def encode(self, text: str) -> list[int]: ...
     async def count(self, text: str) -> int: ...
     async def decode(self, ids: list[int]) -> str: ...
@@ -25,6 +29,8 @@ class TokenCounter(Protocol):
 
 class LocalTokenizer:
     """A Hugging Face ``tokenizer.json`` read with the ``tokenizers`` library (extra ``seatrial[tokenizer]``)."""
+
+    fault: type[SeatrialError] = ConfigError
 
     def __init__(self, path: Path) -> None:
         try:
@@ -36,7 +42,11 @@ class LocalTokenizer:
         file = path / "tokenizer.json" if path.is_dir() else path
         if not file.is_file():
             raise ConfigError(f"--tokenizer: no tokenizer.json at {path}")
-        self._tok = Tokenizer.from_file(str(file))
+        self.source = f"--tokenizer {file}"
+        try:
+            self._tok = Tokenizer.from_file(str(file))
+        except Exception as exc:  # the library raises a bare Exception for any unreadable file
+            raise ConfigError(f"--tokenizer: {file} is not a tokenizer.json: {str(exc)[:120]}") from None
 
     async def encode(self, text: str) -> list[int]:
         return list(self._tok.encode(text, add_special_tokens=False).ids)
@@ -50,6 +60,9 @@ class LocalTokenizer:
 
 class ServerTokenizer:
     """The server's own tokenizer over HTTP. Counts exclude special tokens the server would add."""
+
+    fault: type[SeatrialError] = ServerError
+    source = "the server's /tokenize"
 
     def __init__(self, session: aiohttp.ClientSession, url: str, model: str, headers: dict[str, str]) -> None:
         self._session, self._url, self._model, self._headers = session, url, model, headers
@@ -80,12 +93,18 @@ class ServerTokenizer:
     async def _post_once(self, path: str, payload: dict[str, object]) -> dict[str, object]:
         async with self._session.post(f"{self._url}{path}", json=payload, headers=self._headers) as resp:
             if resp.status != 200:
-                body = (await resp.text())[:200]
+                text = (await resp.read())[:200].decode(errors="replace")
                 raise ServerError(
-                    f"{path} answered HTTP {resp.status}: {body}; pass --tokenizer PATH instead"
+                    f"{path} answered HTTP {resp.status}: {text}; pass --tokenizer PATH instead"
                 )
-            data: dict[str, object] = await resp.json()
-            return data
+            body = await resp.read()
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            data = None
+        if not isinstance(data, dict):
+            raise ServerError(f"{path} answered what is not a JSON object: {body[:80]!r}")
+        return data
 
     async def _tokens(self, text: str, special: bool) -> list[int]:
         payload: dict[str, object] = (
@@ -93,10 +112,13 @@ class ServerTokenizer:
             if await self.is_llamacpp()
             else {"model": self._model, "prompt": text, "add_special_tokens": special}
         )
-        tokens = (await self._post("/tokenize", payload)).get("tokens")
-        if not isinstance(tokens, list):
-            raise ServerError("/tokenize returned no 'tokens' list")
-        return [int(t) for t in tokens]
+        data = await self._post("/tokenize", payload)
+        tokens, count = data.get("tokens"), data.get("count")
+        if not isinstance(tokens, list) or not all(type(t) is int for t in tokens):
+            raise ServerError(f"/tokenize returned no list of token ids: {str(tokens)[:80]}")
+        if count is not None and count != len(tokens):
+            raise ServerError(f"/tokenize is inconsistent: 'count' {count!r} for {len(tokens)} tokens")
+        return tokens
 
     async def encode(self, text: str) -> list[int]:
         return await self._tokens(text, special=False)

@@ -8,15 +8,27 @@ from typing import Any
 
 import numpy as np
 
+from seatrial.errors import ServerRefused
 from seatrial.load.config import LoadConfig
 from seatrial.load.records import RequestRecord
 from seatrial.load.scheduler import Delivery
 
+REFUSED = (401, 403)  # the server refuses the client: no key, a wrong one, or one without the right
 MIN_IN_FLIGHT_SHARE = 0.9
 MIN_RATE_SHARE = 0.95  # open loop: arrivals sent per second against the schedule's own rate
 LATENESS_FLOOR_MS = 10.0  # open loop: send lateness p99 allowed, at least ...
 LATENESS_GAP_SHARE = 0.05  # ... or this share of the schedule's median inter-arrival
 MERGED_MAX_SHARE = 0.01  # token events that shared a per-read stamp with a later one, at most
+
+
+def check_refused(records: list[RequestRecord]) -> None:
+    """Raise :class:`ServerRefused` when the server answered every request 401/403: nothing can be measured
+    (not an SLO missed, nor a level that failed)."""
+    if records and all(r.status in REFUSED for r in records):
+        statuses = "/".join(f"HTTP {s}" for s in sorted({r.status for r in records if r.status}))
+        raise ServerRefused(
+            f"the server refused all {len(records)} requests ({statuses}): check the API key (--api-key-env)"
+        )
 
 
 def lateness(records: list[RequestRecord]) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from seatrial.errors import ConfigError, ServerError, config_errors
+from seatrial.errors import ConfigError, ServerError, ServerRefused, config_errors
 from seatrial.hw.loadwatch import LevelWatch
 from seatrial.load.bench import NoProgress, Progress, open_receiver, open_session
 from seatrial.load.client import new_http
@@ -96,6 +96,8 @@ async def _each(env: TrialEnv, names: list[str], summary: AcceptSummary, folder:
     for name in names:
         try:
             result = await TRIALS[name].run(env)
+        except ServerRefused:
+            raise  # nothing can be measured: not one trial's failure
         except ServerError as exc:
             result = TrialResult(name=name, verdict=Verdict.FAIL, reasons=[f"server error: {exc}"])
         summary.trials.append(result)

@@ -9,8 +9,10 @@ from typing import Any
 import aiohttp
 from pydantic import Field
 
+from seatrial.errors import ServerError
 from seatrial.load.client import NO_TOKEN, Endpoint, send
 from seatrial.load.config import WorkloadConfig
+from seatrial.load.models import listed_models
 from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import RequestSpec
 from seatrial.runs.result import TrialResult
@@ -38,15 +40,13 @@ async def health(env: TrialEnv) -> dict[str, Any]:
 
 async def models(env: TrialEnv) -> dict[str, Any]:
     """``ok`` when ``/v1/models`` lists the model under test."""
+    url = f"{env.target.url}/v1/models"
     try:
-        async with env.session.http.get(
-            f"{env.target.url}/v1/models", headers=env.session.endpoint.headers
-        ) as resp:
-            data = await resp.json(content_type=None)
-    except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
+        async with env.session.http.get(url, headers=env.session.endpoint.headers) as resp:
+            body = await resp.read()
+        listed = [m["id"] for m in listed_models(body, url)]
+    except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ServerError) as exc:
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-    rows = data.get("data", []) if isinstance(data, dict) else []
-    listed = [m.get("id") for m in rows if isinstance(m, dict)]
     return {"ok": env.session.model in listed, "listed": listed}
 
 

@@ -13,6 +13,7 @@ from seatrial.load.config import BenchConfig, LoadConfig, ServerTarget, Workload
 from seatrial.load.pools import Pool
 from seatrial.load.records import RequestRecord
 from seatrial.load.scheduler import Delivery, LevelLoad, run_level
+from seatrial.load.validity import check_refused
 from seatrial.load.workloads import RequestSpec, random_specs
 from seatrial.runs.folder import RunFolder
 from seatrial.runs.summaries.bench import LevelSummary
@@ -78,7 +79,9 @@ class TrialEnv:
             return await send(s.http, s.endpoint, spec, rec)
 
         self.progress.level_start(tag, len(specs))
-        return await run_level(specs, LevelLoad(concurrency), "measure", tag, sender, self.keep)
+        records, delivery = await run_level(specs, LevelLoad(concurrency), "measure", tag, sender, self.keep)
+        check_refused(records)
+        return records, delivery
 
     def keep(self, rec: RequestRecord) -> None:
         """Store a record of a level and count it in the level's progress."""

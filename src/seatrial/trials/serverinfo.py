@@ -5,12 +5,14 @@ counters in canonical names, and any KV offload counters (metric names containin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 
 import aiohttp
-import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
+from seatrial.errors import ServerError
+from seatrial.load.models import listed_models
 from seatrial.runs.summaries.accept import ServerFacts
 from seatrial.server.capacity import cache_info, kv_from_labels
 from seatrial.server.prom import parse_metrics
@@ -79,7 +81,7 @@ class ServerInfo:
 async def _get_text(http: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> str | None:
     try:
         async with http.get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=10)) as resp:
-            return await resp.text() if resp.status == 200 else None
+            return (await resp.read()).decode(errors="replace") if resp.status == 200 else None
     except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
         return None
 
@@ -116,10 +118,12 @@ async def server_info(
     info = ServerInfo()
     models = await _get_text(http, f"{url}/v1/models", headers)
     if models:
-        data = orjson.loads(models).get("data") or [{}]
-        meta = data[0].get("meta") if isinstance(data[0].get("meta"), dict) else {}
-        # vLLM's max_model_len; llama.cpp's context of one slot (its meta.n_ctx)
-        info.max_model_len = _int(str(data[0].get("max_model_len"))) or _int(str(meta.get("n_ctx")))
+        with contextlib.suppress(ServerError):  # bench's discovery has said why; here only a limit is read
+            data = listed_models(models.encode(errors="replace"), f"{url}/v1/models") or [{}]
+            meta = data[0].get("meta")
+            meta = meta if isinstance(meta, dict) else {}
+            # vLLM's max_model_len; llama.cpp's context of one slot (its meta.n_ctx)
+            info.max_model_len = _int(str(data[0].get("max_model_len"))) or _int(str(meta.get("n_ctx")))
     text = await _get_text(http, metrics_url, {})
     if text:
         info.cache_labels = cache_info(text)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from seatrial.errors import ConfigError
 from seatrial.load.tokenize import TokenCounter, exact_text
 from seatrial.load.workloads.spec import RequestSpec
 
@@ -91,9 +90,10 @@ def words_text(rng: random.Random, n_words: int) -> str:
 
 async def token_pool(tok: TokenCounter, rng: random.Random, size: int) -> list[int]:
     """Server token ids of random natural words: material to cut exact-length prompts from."""
-    ids = await tok.encode(words_text(rng, max(64, size)))
+    n_words = max(64, size)
+    ids = await tok.encode(words_text(rng, n_words))
     if len(ids) < 16:
-        raise ConfigError("the tokenizer returned too few tokens to build prompts")
+        raise tok.fault(f"{tok.source} turned {n_words} words into {len(ids)} tokens: too few to build prompts")
     return ids
 
 
