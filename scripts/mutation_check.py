@@ -101,6 +101,13 @@ MUTATIONS = (
         ("tests/load/test_arrivals.py",),
     ),
     Mutation(
+        "a child's port taken from the ephemeral range",
+        "server/process.py",
+        "    for _ in range(tries if high > QUIET_LOWEST else 0):",
+        "    for _ in range(0):",
+        ("tests/server/test_ports.py::test_a_childs_port_lies_below_the_ephemeral_range_where_no_bind_0_can_take_it",),
+    ),
+    Mutation(
         "capacity judged on the bracket's midpoint",
         "capacity/run.py",
         "rate_req_s=search.lower if rate else None,",
