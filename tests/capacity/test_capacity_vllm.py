@@ -10,20 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scipy.stats import binom
 from tests.clirun import invoke
 from tests.engine_runs import WORKLOAD, AcceptRun
 
-from seatrial.capacity.probe import judge
-from seatrial.load.records import RequestRecord
 from seatrial.runs.folder import read_jsonl
 from seatrial.server.engine import LocalEngine
 
 pytestmark = pytest.mark.engine
-
-
-def measured(folder: Path) -> list[RequestRecord]:
-    """The measured requests of a bench run folder, from its requests.jsonl alone."""
-    return [RequestRecord.from_json(r) for r in read_jsonl(folder / "requests.jsonl") if r["phase"] == "measure"]
 
 
 def bench_at(url: str, rate: float, slo: str, folder: Path) -> dict[str, Any]:
@@ -48,18 +42,34 @@ def test_rate_capacity_is_met_below_it_and_missed_above_it(
     assert cap["found"] and cap["first_failing_rate_req_s"] is not None, s["capacity"]
     assert cap["upper_rate_req_s"] <= cap["first_failing_rate_req_s"], s["capacity"]
     assert s["limit"]["classification"] in ("QUEUE_SATURATION", "KV_PRESSURE", "THROUGHPUT_PLATEAU", "SLO_CLIFF")
-    bound = {"ttft_ms": float(user_slo.split(":")[1])}
-    # below: never shown to miss, judged as a probe is (consecutive batches, the search's confidence). Forty
-    # Poisson arrivals can bunch: in a CI run here 20 came in 2.3 s at a mean of 4 req/s, queued, and 25 of
-    # 40 met the bound at 0.8x a capacity whose probe had met it 29 of 30 (interval [0.35, 0.84])
+    bound_ms = float(user_slo.split(":")[1])
+    # below: at 0.8x the capacity, the requests that met the bound, counted here from requests.jsonl (not
+    # with the product's judge): not fewer than a binomial count at the 0.8 target gives with probability
+    # 0.001. Generous on purpose: forty Poisson arrivals can bunch (in a CI run here 20 came in 2.3 s at a
+    # mean of 4 req/s, queued, and 25 of 40 met the bound at 0.8x a capacity whose probe had met it 29 of
+    # 30); a capacity reported above what the server carries (its bracket's midpoint or upper end) queues
+    # every request after the first few and fails it.
     bench_at(vllm_server.url, 0.8 * cap["rate_req_s"], user_slo, tmp_path / "below")
-    rows = measured(tmp_path / "below")
-    judged = judge([rows], bound, 0.8, 0.9)
-    assert len(rows) == 40 and judged.verdict != "MISSES", (judged.share, [round(r.ttft_ms or -1) for r in rows])
-    above = bench_at(vllm_server.url, 2 * cap["first_failing_rate_req_s"], user_slo, tmp_path / "above")
-    judged = judge([measured(tmp_path / "above")], bound, 0.8, 0.9)
-    assert judged.verdict == "MISSES", (judged.share, above["goodput"])
+    good, n = count_good(tmp_path / "below", bound_ms)
+    assert n == 40 and binom.cdf(good, n, 0.8) >= 0.001, (good, n, cap)
+    # above: at the bracket's upper end (the lowest load the search did not see meet), where it MISSED;
+    # where that probe stayed INCONCLUSIVE, the lowest load it saw miss. Judged here as well: fewer good
+    # requests than a 0.8 attainment gives with probability 0.1 (one-sided).
+    probes = {p["rate_req_s"]: p for p in s["probes"]}
+    upper = cap["upper_rate_req_s"]
+    above_at = upper if probes[upper]["verdict"] == "MISSES" else cap["first_failing_rate_req_s"]
+    assert above_at is not None, (cap, probes[upper]["verdict"])
+    above = bench_at(vllm_server.url, above_at, user_slo, tmp_path / "above")
+    good, n = count_good(tmp_path / "above", bound_ms)
+    assert n == 40 and binom.cdf(good, n, 0.8) <= 0.1, (good, n, above_at, above["goodput"])
     assert above["server"]["waiting_max"] > 0  # the load beyond capacity queued in the engine
+
+
+def count_good(folder: Path, ttft_bound_ms: float) -> tuple[int, int]:
+    """(requests answered without error within the TTFT bound, measured requests) of a bench folder."""
+    rows = [r for r in read_jsonl(folder / "requests.jsonl") if r["phase"] == "measure"]
+    good = [r for r in rows if r["error"] is None and r["ttft_ms"] is not None and r["ttft_ms"] <= ttft_bound_ms]
+    return len(good), len(rows)
 
 
 def test_concurrency_capacity_agrees_with_accepts_max_slo_concurrency(

@@ -53,3 +53,22 @@ def test_a_probe_is_sized_so_its_interval_can_clear_the_target(target: float, co
     p = (1 + target) / 2
     assert wilson(p * n, n, confidence)[0] >= target
     assert n == MIN_REQUESTS or wilson(p * n / 2, n / 2, confidence)[0] < target  # not twice what it needs
+
+
+@pytest.mark.parametrize("mode", ["rate", "concurrency"])
+def test_the_capacity_reported_is_the_brackets_lower_end_never_its_midpoint(mode: str) -> None:
+    """Catches a capacity judged on the bracket's midpoint (or its upper end): what a run reports is the
+    highest load shown to meet, and the bracket's upper end beside it, from the search that found them."""
+    from seatrial.capacity.config import CapacityConfig
+    from seatrial.capacity.run import CapacityRun
+    from seatrial.load.bench import NoProgress
+    from seatrial.load.config import BenchConfig
+
+    s = Search(first=1.0, precision=0.05, integer=mode == "concurrency")
+    run(s, capacity=13.3)
+    assert s.lower is not None and s.upper is not None and s.lower < s.upper
+    cfg = BenchConfig.model_validate({"target": {"url": "http://127.0.0.1:9"}})
+    ccfg = CapacityConfig.model_validate({"slo": "ttft_ms:100", "mode": mode})
+    cap = CapacityRun(cfg, ccfg, None, lambda line: None, NoProgress())._write(s, None, final=True).capacity
+    got = (cap.rate_req_s, cap.upper_rate_req_s) if mode == "rate" else (cap.concurrency, cap.upper_concurrency)
+    assert cap.found and got == (s.lower, s.upper), (got, s.lower, s.upper)

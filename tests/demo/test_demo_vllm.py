@@ -82,6 +82,9 @@ def test_demo_runs_every_step_and_plan_matches_vllm(tiny_model: Path, tmp_path: 
         "baseline": 2,
         "treatment": 2,
     }
+    if decision["verdict"] == "INCONCLUSIVE":  # 2 starts a side: only a wide interval holding the gain, or a reason
+        lo, hi = decision["ci_pct"]
+        assert decision["reasons"] or (lo <= decision["threshold_pct"] < hi and decision["gain_pct"] > 0), decision
     page = (out / "report.html").read_text()
     assert "Load levels" in page and "Acceptance trials" in page and "Hardware" in page
     assert "Experiment" in page and "Decisions" in page and "Sync" in page and "Doctor" in page
@@ -100,7 +103,17 @@ def small_profile_end_to_end(out: Path, tmp_path: Path) -> None:
     assert ctx["over_limit"]["status"] == 400 and "maximum context length" in ctx["over_limit"]["error"]
     mixed = trials["mixed"]
     assert mixed["samples"]["rounds_retained"] == 2
-    assert mixed["verdict"] in ("PASS", "FAIL", "UNSTABLE", "REVIEW_REQUIRED")
+    # what two retained rounds on a shared 2-core host can honestly say, each with its own reason: short
+    # requests slowed within the profile's loose 1,000% (PASS); the two rounds disagree on the direction
+    # (UNSTABLE); the order or a speed-up dominates (REVIEW_REQUIRED). Not FAIL: that is a slowdown past 11x
+    # (a long prefill of 512 tokens on this model does not hold a short request that long), nor INCONCLUSIVE
+    # (2 rounds of 20 short requests a phase are what the small profile needs to decide).
+    allowed = {
+        "PASS": r"paired median degradation [+-][\d.]+% <= 1000%",
+        "UNSTABLE": r"direction consistency \d+% < 75%: rounds disagree",
+        "REVIEW_REQUIRED": r"order effect AB-BA .* order dominates|short requests were [\d.]+% faster with long prefills",
+    }
+    assert mixed["verdict"] in allowed and re.match(allowed[mixed["verdict"]], mixed["reasons"][0]), mixed
     kv = trials["kv-tier"]
     assert kv["verdict"] == "UNAVAILABLE" and "1,048,576" in kv["reasons"][0]
     typed = AcceptSummary.model_validate(summary)  # the summary of a real vLLM run, through its model

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.clirun import invoke
@@ -145,3 +146,37 @@ def test_a_two_by_two_of_deployments_separates_precision_from_topology(tmp_path:
         assert row["measure"] == "decode_speed" and lo is not None and lo * 0.9 <= truth[row["factor"]] <= hi * 1.1, row
     bad = invoke(["compare", *args[1:4], f"odd={args[1].split('=', 1)[1]}"])
     assert bad.code == 2 and "PRECISION@TOPOLOGY" in bad.output
+
+
+def synthetic_run(label: str, tpot_ms: float, starts: int = 3, seed: int = 0) -> Any:
+    """A bench-like Run with ``starts`` starts at C=4: 100 requests each, TPOT around ``tpot_ms``."""
+    import numpy as np
+
+    from seatrial.experiment.sources import Run
+
+    rng = np.random.default_rng(seed)
+    key = "random 8/12"
+    run = Run(label, "bench", Path(label), {key: {"name": "random", "input_len": 8, "output_len": 12}})
+    run.levels[(key, "C=4")] = [
+        {"concurrency": 4, "output_tok_s": 4000 / tpot_ms * float(rng.lognormal(0, 0.01)),
+         "values": {"tpot_ms": tpot_ms * rng.lognormal(0, 0.02, 100)}}
+        for _ in range(starts)
+    ]  # fmt: skip
+    return run
+
+
+def test_a_slower_candidate_with_starts_on_both_sides_is_regressed() -> None:
+    """Catches a REGRESSED that never fires (or IMPROVED/REGRESSED swapped by the direction of a
+    lower-is-better metric): TPOT 4 -> 6 ms over 3 starts a side is REGRESSED in TPOT and throughput;
+    the reverse is IMPROVED; the same speed is NO_EFFECT."""
+    from seatrial.experiment.compare import compare_levels
+
+    fast, slow = synthetic_run("fast", 4.0, seed=1), synthetic_run("slow", 6.0, seed=2)
+    ((row,),) = [compare_levels(fast, slow, "random 8/12", 5.0)]
+    m = {x["metric"]: x for x in row["metrics"]}
+    assert m["tpot_ms.p50"]["verdict"] == "REGRESSED" and m["tpot_ms.p50"]["ci_pct"][1] < -5, m["tpot_ms.p50"]
+    assert m["output_tok_s"]["verdict"] == "REGRESSED" and m["output_tok_s"]["starts"] == [3, 3]
+    (back,) = compare_levels(slow, fast, "random 8/12", 5.0)
+    assert {x["metric"]: x["verdict"] for x in back["metrics"]}["tpot_ms.p50"] == "IMPROVED"
+    (same,) = compare_levels(fast, synthetic_run("fast2", 4.0, seed=3), "random 8/12", 5.0)
+    assert {x["metric"]: x["verdict"] for x in same["metrics"]}["tpot_ms.p50"] == "NO_EFFECT"

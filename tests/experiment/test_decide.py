@@ -89,3 +89,48 @@ def test_abba_halves_balance_a_linear_drift() -> None:
     plan = make_plan(starts=4)
     checks = decisions(plan, levels_for(plan, {}, sd=0.005, drift=0.02), {})["aa_checks"]
     assert checks[0]["check"] == "baseline halves" and checks[0]["status"] == "OK"  # drift is not a moved A/A
+
+
+def with_ttft(levels: dict[str, dict[int, list[dict[str, Any]]]], scale: dict[str, float], seed: int = 1) -> None:
+    """Give every start 200 TTFTs around 100 ms x ``scale[setting]`` (a request-level metric to guard)."""
+    rng = np.random.default_rng(seed)
+    for name, by_c in levels.items():
+        for lv in by_c[8]:
+            lv["values"]["ttft_ms"] = 100 * scale.get(name, 1.0) * rng.lognormal(0, 0.02, 200)
+            lv.pop("per_start", None)  # each start's statistics are computed once and kept
+
+
+def test_a_clearly_slower_treatment_is_rejected() -> None:
+    """Catches a REJECT branch that never fires (the verdict would stay INCONCLUSIVE)."""
+    plan = make_plan()
+    row = decisions(plan, levels_for(plan, {"t1": -0.3}), {})["decisions"][0]
+    assert row["verdict"] == "REJECT", row
+    assert row["ci_pct"][1] < -row["threshold_pct"] and row["gain_pct"] == pytest.approx(-30, abs=3)
+
+
+def test_a_change_inside_the_threshold_is_no_effect_and_a_small_real_one_is_not() -> None:
+    """Catches NO_EFFECT that is never said, or said for an interval that leaves +-min_gain."""
+    plan = make_plan()
+    same = decisions(plan, levels_for(plan, {"t1": 0.0}, sd=0.003), {})["decisions"][0]
+    assert same["verdict"] == "NO_EFFECT", same
+    assert -5 < same["ci_pct"][0] < same["ci_pct"][1] < 5
+    edge = decisions(plan, levels_for(plan, {"t1": 0.05}, sd=0.003), {})["decisions"][0]
+    assert edge["verdict"] == "INCONCLUSIVE" and edge["ci_pct"][0] < 5 < edge["ci_pct"][1], edge
+
+
+def test_a_guardrail_clearly_worse_rejects_a_treatment_its_metric_would_adopt() -> None:
+    """Catches a guardrail's WORSE that is computed but not obeyed (or never computed): +50% throughput
+    with TTFT doubled against a 10% margin is REJECT, and the same TTFT within margin is ADOPT."""
+    guarded = make_plan(decide={
+        "profiles": {"batch": {"concurrency": 8, "metric": "output_tok_s", "min_gain_pct": 5}},
+        "guardrails": [{"metric": "ttft_ms.p50", "margin_pct": 10}],
+    })  # fmt: skip
+    levels = levels_for(guarded, {"t1": 0.5})
+    with_ttft(levels, {"t1": 2.0})
+    row = decisions(guarded, levels, {})["decisions"][0]
+    (g,) = row["guardrails"]
+    assert g["status"] == "WORSE" and g["ci_pct"][1] < -10 and row["ci_pct"][0] > 5, row
+    assert row["verdict"] == "REJECT"
+    with_ttft(levels, {"t1": 1.0})
+    row = decisions(guarded, levels, {})["decisions"][0]
+    assert row["guardrails"][0]["status"] == "NON_INFERIOR" and row["verdict"] == "ADOPT", row

@@ -428,3 +428,21 @@ search short; one slot halves its way down to the 1 user it holds."""
         for st in s["starts"]:
             assert (tmp_path / "run" / st["folder"] / "capacity-capacity" / "summary.json").is_file()
     assert "capacity:capacity per setting and level" in (tmp_path / "run" / "report.html").read_text()
+
+
+def test_a_slower_treatment_is_rejected_end_to_end(tmp_path: Path) -> None:
+    """Catches a REJECT that never fires through the whole path (bench levels -> per-start values ->
+    decision -> summary): a server three times slower per token is REJECT, never ADOPT or INCONCLUSIVE."""
+    doc = plan_doc(
+        baseline={"name": "itl-2", "args": ["--itl-ms", "2"]},
+        treatments=[{"name": "itl-6", "args": ["--itl-ms", "6"]}],
+        decide={"profiles": {"decode": {"concurrency": 4, "metric": "tpot_ms.p50", "min_gain_pct": 5}}},
+    )
+    doc["workload"]["requests"] = 16
+    result = invoke(["experiment", str(write_plan(tmp_path, doc)), "--out", str(tmp_path / "out"),
+                     "--json", str(tmp_path / "e.json")])  # fmt: skip
+    assert result.code == 0, result.output
+    (row,) = json.loads((tmp_path / "e.json").read_text())["decisions"]
+    assert row["verdict"] == "REJECT", row
+    assert row["ci_pct"][1] < -5 and row["gain_pct"] < -40 and row["starts"] == {"baseline": 2, "treatment": 2}
+    assert "REJECT" in (tmp_path / "out" / "report.html").read_text()

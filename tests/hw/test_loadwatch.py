@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from tests.ray_cluster import RayCluster
 
@@ -60,15 +61,20 @@ def test_without_a_counter_the_power_integral_stands_in_and_says_so() -> None:
 
 
 def test_the_watch_samples_each_gpu_at_10_hz_through_nvml() -> None:
+    """At its default rate (no hz passed: the rate bench gets): catches a sampler at 5 Hz, or one whose
+    samples bunch, by the median spacing of each GPU's samples (0.1 s within 10%; the median, since a
+    stalled host skips a grid point now and then)."""
     nvml = Nvml(lib=FakeNvmlLib(count=2), device_count=2)  # type: ignore[arg-type]
-    watch = LevelWatch(local=NodeGpus(10.0, (nvml, None)))
+    watch = LevelWatch(local=NodeGpus(loaded=(nvml, None)))
     t0 = time.monotonic()
     watch.start()
-    time.sleep(0.55)
+    time.sleep(0.75)
     watch.stop()
     ticks = int((time.monotonic() - t0) / 0.1) + 1  # 0.0, 0.1, ... s: a stalled host skips ticks, never bunches them
     level = watch.summary(output_tokens=100)
-    assert level.status == "MEASURED" and [g.index for g in level.gpus] == [0, 1]
+    assert level.status == "MEASURED" and [g.index for g in level.gpus] == [0, 1] and level.hz == 10
+    for g in level.gpus:
+        assert float(np.median(np.diff(g.series.t_s))) == pytest.approx(0.1, rel=0.1), g.series.t_s
     assert all(ticks - 3 <= g.samples <= ticks + 1 for g in level.gpus), ([g.samples for g in level.gpus], ticks)
     assert level.gpus[0].name == "NVIDIA H200" and level.power_w.max == pytest.approx(613.626)
     assert level.energy_source == "counter" and level.energy_j == 0.0  # the fake's counter stands still

@@ -15,7 +15,7 @@ from tests.pooled import sending
 from seatrial.load.config import LoadConfig
 from seatrial.load.distributed import split
 from seatrial.load.records import RequestRecord
-from seatrial.load.scheduler import LevelLoad, arrival_offsets_s, gaps_cv, ramp_rate, run_level
+from seatrial.load.scheduler import LevelLoad, arrival_offsets_s, frozen_heap, gaps_cv, ramp_rate, run_level
 from seatrial.load.validity import invalid_reasons, lateness
 from seatrial.load.workloads import RequestSpec
 
@@ -101,6 +101,46 @@ def test_a_session_stays_on_one_worker_and_keeps_its_order() -> None:
         assert sh.load.timed and sh.load.think_s == 0.1 and sh.load.offsets_s == [0.0] * len(sh.indices)
         # each turn's previous turn is in the same share
         assert all(sp.after is None or sp.after in sh.indices for sp in sh.specs)
+
+
+def test_an_open_loop_enters_the_sender_at_each_due_time() -> None:
+    """Lateness as the sender sees it, not as the scheduler stamps it: a fake sender notes the moment it is
+    entered, against the due time the schedule itself gives (start + i / rate of a constant 200/s level of
+    100 requests). Catches a late open loop (a 5 ms delay before each send, or a due time shifted so that
+    the scheduler's own ``sent_ms - scheduled_ms`` hides it): p99 within 3 ms of its due time plus what the
+    loop's own lag record shows of a stalled host (a late loop is the host's, a late send with an on-time
+    loop is the scheduler's); never early; the records' ``scheduled_ms`` is the schedule, and their
+    ``sent_ms`` is the moment the sender was entered."""
+    from seatrial.load.looplag import LoopLag
+
+    n, rate = 100, 200.0
+    specs = [RequestSpec("p", 1) for _ in range(n)]
+    entered: dict[str, int] = {}
+
+    async def send(spec: RequestSpec, rec: RequestRecord) -> RequestRecord:
+        entered[rec.request_id] = time.perf_counter_ns()
+        rec.output_tokens = spec.output_len
+        return rec
+
+    async def level() -> tuple[list[RequestRecord], int, LoopLag]:
+        lag = LoopLag()
+        with frozen_heap():  # its full collection first, before the clock (as bench does)
+            async with lag.watching():
+                start_ns = time.perf_counter_ns() + 20_000_000
+                records, _ = await run_level(specs, LevelLoad(n, rate, "constant"), "measure", "t", send,
+                                             lambda r: None, start_ns=start_ns)  # fmt: skip
+        return records, start_ns, lag
+
+    records, start_ns, lag = asyncio.run(level())
+    due_ms = [off * 1000 for off in arrival_offsets_s(n, rate, "constant", 0)]
+    by = {r.request_id: r for r in records}
+    late_ms = np.asarray([(entered[f"t-{i:05d}"] - start_ns) / 1e6 - due for i, due in enumerate(due_ms)])
+    host_ms = lag.summary()["loop_lag_ms_p99"] or 0.0
+    assert late_ms.min() >= 0 and np.percentile(late_ms, 99) <= 3.0 + host_ms, (np.percentile(late_ms, [50, 99]), host_ms)
+    for i, due in enumerate(due_ms):
+        rec = by[f"t-{i:05d}"]
+        assert rec.scheduled_ms == pytest.approx(due, abs=0.01)
+        assert rec.sent_ms - rec.scheduled_ms == pytest.approx(late_ms[i], abs=0.5)
 
 
 def _rec(i: int, scheduled: float, sent: float, cap: float = 0.0) -> RequestRecord:

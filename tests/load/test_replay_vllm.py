@@ -67,6 +67,7 @@ def test_a_public_trace_slice_is_replayed_on_time_with_exact_prompts_and_its_sha
     assert late["p50_ms"] <= 2 and late["late_requests"] <= 10, (late, host)
     assert late["p99_ms"] <= late["threshold_ms"] or late["cause"] == "client", (late, host)
     assert level["valid"] or all(client_was_late(r) for r in level["invalid_reasons"]), (level["invalid_reasons"], host)
+    on_trace_time(rows, trace, 2.0, late["threshold_ms"], timing)
     t = level["trace"]
     assert t["engine_block_size"] == 128 and t["prefix_hits_allowed"] == 1280
     hits = level["server"]["prefix_cache_hits"]
@@ -121,6 +122,37 @@ def test_a_gamma_level_sends_at_the_asked_rate_and_burstiness(vllm_server: Local
     assert level["valid"] or all(
         client_was_late(r) or (stalled and "of the schedule's" in r) for r in level["invalid_reasons"]
     ), (level["invalid_reasons"], late)
+
+
+#: No send of a replay leaves later than this after the trace's own time, unless the client's loop was held
+#: that long (its lag record shows it): a scheduler that adds its own delay has an on-time loop.
+LATE_BOUND_MS = 50.0
+
+
+def on_trace_time(rows: list[dict[str, Any]], trace: list[dict[str, Any]], speedup: float, threshold_ms: float,
+                  timing: dict[str, Any]) -> None:  # fmt: skip
+    """Each send against the trace itself, not against the scheduler's own stamp: due at (timestamp - the first
+    line's) / speedup, or, for a conversation's next turn (a line sharing an earlier line's blocks), once the
+    previous turn's answer is back if that came later. Catches a replay shifted or stretched (its records'
+    ``scheduled_ms`` off the trace) and a late open loop (a delay before each send): p90 under the level's
+    threshold, none later than :data:`LATE_BOUND_MS` unless the loop lag's own maximum (its ticks every 5 ms)
+    shows a stall that long."""
+    t0 = trace[0]["timestamp"]
+    by_turn = {(r["session"], r["turn"]): r for r in rows if r.get("session") is not None}
+    due = {}
+    for r in rows:
+        at = (trace[r["trace_line"]]["timestamp"] - t0) / speedup
+        prev = by_turn.get((r["session"], r["turn"] - 1)) if r.get("turn") else None
+        if prev is not None and r["scheduled_ms"] > at + 0.01:  # held for its previous turn's answer
+            assert r["scheduled_ms"] >= prev["sent_ms"] + (prev["e2e_ms"] or 0.0) - 1.0, (r, prev)
+            at = r["scheduled_ms"]
+        assert r["scheduled_ms"] == pytest.approx(at, abs=0.01), (r["trace_line"], r["scheduled_ms"], at)
+        due[r["trace_line"]] = at
+    late = np.asarray([r["sent_ms"] - due[r["trace_line"]] for r in rows])
+    stall = timing["loop_lag_ms_max"] or 0.0
+    assert late.min() >= 0 and np.percentile(late, 90) <= threshold_ms, (np.percentile(late, [50, 90, 99]), stall)
+    worst = float(late.max())
+    assert worst <= LATE_BOUND_MS or stall >= worst - 5, (worst, stall)
 
 
 def client_was_late(reason: str) -> bool:

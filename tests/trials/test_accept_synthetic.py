@@ -122,6 +122,10 @@ def test_saturation_ladder_extends_and_reports_steps(run: tuple[Path, dict[str, 
         assert s["waiting_max"] == 0 and s["output_tok_s"] > 0 and s["delivered"]
     assert sat["classification"] in ("NONE", "THROUGHPUT_PLATEAU")
     assert sat["max_executable_concurrency"] == 3 == sat["evidence"]["max_executable_concurrency"]
+    # every step's TTFT p50 (about 5 ms) lies far inside 5 s and no target is set: PASS at the top step
+    # (catches a verdict that ignores the steps, or names another step than the one the SLO held to)
+    assert sat["verdict"] == "PASS" and sat["max_slo_concurrency"] == 3, (sat["verdict"], sat["reasons"])
+    assert sat["reasons"][1] == "serves C=3 within the SLO (TTFT p50 <= 5,000 ms, the whole 95% interval)"
 
 
 def test_mixed_rounds_follow_the_crossover(run: tuple[Path, dict[str, Any]]) -> None:

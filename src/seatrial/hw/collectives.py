@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 import queue
-import socket
 import time
 import warnings
+from datetime import timedelta
 from typing import Any
 
 import torch
@@ -93,17 +93,26 @@ def _measure_groups(sizes: list[int], device: torch.device, world: int, rank: in
     return rows
 
 
+def rendezvous_store() -> dist.TCPStore:
+    """The workers' rendezvous (torch.distributed's key-value store), served by this process on a port the
+    kernel gives it and held until the run ends. A port chosen, released and bound again by rank 0 seconds
+    later (after spawn's imports) could be taken in between by any ``bind(0)`` or outbound connection on the
+    host: the workers then failed with EADDRINUSE and reported nothing."""
+    return dist.TCPStore("127.0.0.1", 0, None, True, timedelta(seconds=RESULT_TIMEOUT_S), wait_for_workers=False)
+
+
 def _worker(
     rank: int, world: int, backend: str, port: int, cuda_ids: list[int], sizes: list[int], results: Any
 ) -> None:
-    os.environ.update(SAFE_NCCL_ENV, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(SAFE_NCCL_ENV)
     for name in ("all_gather_into_tensor", "reduce_scatter_tensor"):  # deprecated here, older torch's only
         warnings.filterwarnings("ignore", message=f".*{name}.*", category=FutureWarning)
     device = torch.device("cuda", cuda_ids[rank]) if backend == "nccl" else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
+    store = dist.TCPStore("127.0.0.1", port, None, False, timedelta(seconds=RESULT_TIMEOUT_S))
     dist.init_process_group(
-        backend, rank=rank, world_size=world, device_id=device if device.type == "cuda" else None
+        backend, store=store, rank=rank, world_size=world, device_id=device if device.type == "cuda" else None
     )
     try:
         rows = _measure_groups(sizes, device, world, rank)
@@ -125,12 +134,6 @@ def _wait_rows(results: Any, procs: list[Any]) -> list[dict[str, Any]]:
     return []
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def run_collectives(
     world: int, backend: str, sizes: list[int], cuda_ids: list[int] | None = None
 ) -> list[dict[str, Any]]:
@@ -141,8 +144,8 @@ def run_collectives(
     os.environ.update(SAFE_NCCL_ENV)
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
-    port = _free_port()
-    args = (world, backend, port, cuda_ids or [], sizes, results)
+    store = rendezvous_store()  # held by this process until the workers are done
+    args = (world, backend, store.port, cuda_ids or [], sizes, results)
     procs = [ctx.Process(target=_worker, args=(r, *args), daemon=True) for r in range(world)]
     for p in procs:
         p.start()
@@ -151,6 +154,7 @@ def run_collectives(
         p.join(timeout=60)
         if p.is_alive():
             p.kill()
+    del store
     if not rows:
         raise RuntimeError(f"collective workers did not report (exit codes {[p.exitcode for p in procs]})")
     return rows

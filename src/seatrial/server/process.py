@@ -15,6 +15,7 @@ import contextlib
 import http.client
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -36,7 +37,34 @@ POLL_S = 0.5
 LOG_DRAIN_S = 5.0  # at most this long for the child's last lines to reach its log once it has exited
 
 
-def free_port() -> int:
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+QUIET_LOWEST = 20000  # the quiet ports: [20000, the ephemeral range's start)
+
+
+def ephemeral_low() -> int:
+    """The first port the kernel hands out for ``bind(0)`` and outbound connections (32768 where unknown)."""
+    try:
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_port(tries: int = 64) -> int:
+    """A loopback port for a child to listen on, free now. Chosen at random below the kernel's ephemeral
+    range, so that between this choice and the child's own bind no ``bind(0)`` and no outbound connection
+    (of this process, its clients, or anything else on the host) can be handed it: a port taken from the
+    ephemeral range was, and the child then failed with EADDRINUSE. Where that range starts too low to leave
+    quiet ports, one the kernel hands out."""
+    high = ephemeral_low() - 1
+    rng = random.SystemRandom()
+    for _ in range(tries if high > QUIET_LOWEST else 0):
+        port = rng.randint(QUIET_LOWEST, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Do the tests fail when the product breaks? (issue 42 item 23)
+
+Copies the tree's ``src/``, ``tests/`` and ``pyproject.toml`` to a temporary folder, checks that the chosen
+engine-free tests pass there unchanged, then applies each mutation below alone (an exact text replacement
+in one file, which must match exactly once: a mutation that no longer applies is an error, never a silent
+pass) and runs the tests of the folders it concerns. A mutation is caught when pytest reports failed
+tests (exit 1); anything else (it passed, or pytest could not even collect) is a survivor. One line per
+mutation; the exit status is 0 when every mutation is caught, 1 when one survived, 2 when the unchanged
+tree fails its own tests or a mutation no longer applies.
+
+Usage: python scripts/mutation_check.py [--python PY] [--only NAME]   (run from anywhere in the tree)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    path: str  # under src/seatrial/
+    old: str
+    new: str
+    tests: tuple[str, ...]  # pytest node ids or files under tests/
+
+
+MUTATIONS = (
+    Mutation(
+        "REJECT never fires",
+        "experiment/decide.py",
+        '    if hi < -threshold:\n        return "REJECT"',
+        '    if hi < -threshold:\n        return "INCONCLUSIVE"',
+        ("tests/experiment/test_decide.py",),
+    ),
+    Mutation(
+        "a guardrail's WORSE is not obeyed",
+        "experiment/decide.py",
+        '    if any(g["status"] == "WORSE" for g in guards):\n        return "REJECT"',
+        '    if any(g["status"] == "WORSE" for g in guards) and False:\n        return "REJECT"',
+        ("tests/experiment/test_decide.py",),
+    ),
+    Mutation(
+        "compare never says REGRESSED",
+        "experiment/compare.py",
+        '    if hi < -threshold:\n        return "REGRESSED"',
+        '    if hi < -threshold:\n        return "INCONCLUSIVE"',
+        ("tests/experiment/test_compare.py::test_a_slower_candidate_with_starts_on_both_sides_is_regressed",),
+    ),
+    Mutation(
+        "TTFT p50/p99 swapped in the levels table",
+        "runs/levels.py",
+        "num(ttft.p50), num(ttft.p99)",
+        "num(ttft.p99), num(ttft.p50)",
+        ("tests/report/test_report_numbers.py",),
+    ),
+    Mutation(
+        "TTFT p50/p99 swapped in the report's plot",
+        "report/sections/bench.py",
+        'lv.figure(f"ttft_ms.{p}")',
+        "lv.figure(f\"ttft_ms.{ {'p50': 'p99', 'p99': 'p50'}.get(p, p) }\")",
+        ("tests/report/test_report_numbers.py",),
+    ),
+    Mutation(
+        "GPU telemetry at half its rate",
+        "hw/loadwatch.py",
+        "HZ = 10.0",
+        "HZ = 5.0",
+        ("tests/hw/test_loadwatch.py::test_the_watch_samples_each_gpu_at_10_hz_through_nvml",),
+    ),
+    Mutation(
+        "GPU telemetry sampler waits twice its interval",
+        "hw/telemetry.py",
+        "k = max(k + 1, int(now_s / self._interval_s) + 1)",
+        "k = max(k + 2, int(now_s / self._interval_s) + 2)",
+        ("tests/hw/test_loadwatch.py::test_the_watch_samples_each_gpu_at_10_hz_through_nvml",),
+    ),
+    Mutation(
+        "a late open loop (5 ms before each send)",
+        "load/scheduler.py",
+        "    if delay > 0:\n        await asyncio.sleep(delay)",
+        "    await asyncio.sleep(max(0.0, delay) + 0.005)",
+        ("tests/load/test_arrivals.py",),
+    ),
+    Mutation(
+        "a late open loop hidden in its own stamps (due times shifted 5 ms)",
+        "load/scheduler.py",
+        "due = [t0 + int(off * 1e9) for off in offsets]",
+        "due = [t0 + int(off * 1e9) + 5_000_000 for off in offsets]",
+        ("tests/load/test_arrivals.py",),
+    ),
+    Mutation(
+        "a child's port taken from the ephemeral range",
+        "server/process.py",
+        "    for _ in range(tries if high > QUIET_LOWEST else 0):",
+        "    for _ in range(0):",
+        ("tests/server/test_ports.py::test_a_childs_port_lies_below_the_ephemeral_range_where_no_bind_0_can_take_it",),
+    ),
+    Mutation(
+        "capacity judged on the bracket's midpoint",
+        "capacity/run.py",
+        "rate_req_s=search.lower if rate else None,",
+        "rate_req_s=(search.lower + search.upper) / 2 if rate and search.lower and search.upper else search.lower,",
+        ("tests/capacity/test_search.py",),
+    ),
+)
+
+
+def copy_tree(dest: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+    shutil.copytree(ROOT / "src", dest / "src", ignore=ignore)
+    shutil.copytree(ROOT / "tests", dest / "tests", ignore=ignore)
+    shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
+
+
+def pytest(python: str, tree: Path, tests: tuple[str, ...]) -> tuple[int, str]:
+    env = {**os.environ, "PYTHONPATH": f"{tree / 'src'}{os.pathsep}{tree}", "PYTHONDONTWRITEBYTECODE": "1"}
+    cmd = [python, "-m", "pytest", "-m", "not engine", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    return done.returncode, lines[-1] if lines else ""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"), help="the venv's python")
+    ap.add_argument("--only", help="run only the mutation whose name contains this")
+    args = ap.parse_args()
+    chosen = [m for m in MUTATIONS if not args.only or args.only in m.name]
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="seatrial-mutants-") as tmp:
+        tree = Path(tmp)
+        copy_tree(tree)
+        for m in chosen:  # every mutation must still apply to today's code
+            if (tree / "src/seatrial" / m.path).read_text().count(m.old) != 1:
+                print(f"ERROR  {m.name}: its text is not found exactly once in src/seatrial/{m.path}")
+                return 2
+        tests = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
+        rc, last = pytest(args.python, tree, tests)
+        if rc != 0:
+            print(f"ERROR  the unchanged tree fails its tests (pytest exit {rc}): {last}")
+            return 2
+        survivors = 0
+        for m in chosen:
+            target = tree / "src/seatrial" / m.path
+            original = target.read_text()
+            target.write_text(original.replace(m.old, m.new))
+            try:
+                t = time.monotonic()
+                rc, last = pytest(args.python, tree, m.tests)
+            finally:
+                target.write_text(original)
+            caught = rc == 1
+            survivors += not caught
+            verdict = "caught  " if caught else "SURVIVED"
+            print(f"{verdict} {m.name} ({time.monotonic() - t:.1f} s; pytest exit {rc}: {last})", flush=True)
+    print(f"{len(chosen) - survivors}/{len(chosen)} mutations caught in {time.monotonic() - started:.0f} s")
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
