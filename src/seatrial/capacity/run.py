@@ -21,6 +21,7 @@ from seatrial.load.config import BenchConfig
 from seatrial.load.plancheck import check_plan
 from seatrial.load.pools import Pool
 from seatrial.load.scheduler import LevelLoad
+from seatrial.load.validity import starvation_note
 from seatrial.runs.folder import RunFolder
 from seatrial.runs.summaries.bench import PlanCheck, SpanCounts
 from seatrial.runs.summaries.capacity import Capacity, CapacitySummary, Limit, Probe
@@ -84,7 +85,7 @@ class CapacityRun:
             self.probes.append(p)
             self.log(_line(p, c))
             if p.verdict == "INVALID":
-                search.stop_reason = f"the probe at {at:g} was INVALID twice: {'; '.join(p.invalid_reasons)}"
+                search.stop_reason = invalid_stop(p, search.lower, c.mode == "rate")
                 break
             search.record(at, p.verdict == "MEETS")
             self._write(search, None, final=False)
@@ -118,6 +119,9 @@ class CapacityRun:
         )  # fmt: skip
         if final and at_cap is not None:
             self._price(summary, at_cap)
+        if final:
+            waits = [(o.summary.client_timing.cpu_wait_ms, o.summary.duration_s) for o in self.levels]
+            summary.notes += [n for n in (starvation_note(waits, self.cfg.target.url),) if n]
         if self.folder:
             self.folder.write_summary(summary)
         self.summary = summary
@@ -136,6 +140,16 @@ class CapacityRun:
         if c.target_rate is not None:
             summary.profile = production_profile(summary.capacity, at_cap, c.target_rate, layout, gpus,
                                                  c.gpu_hour_usd)  # fmt: skip
+
+
+def invalid_stop(p: Probe, lower: float | None, rate: bool) -> str:
+    """Why the search stopped on an INVALID probe, with what is known: the load its client did deliver
+    (rate mode) and the capacity found below it."""
+    unit = "req/s" if rate else "users"
+    known = f"the capacity is at least {lower:g} {unit}" if lower is not None else "no lower load met the target yet"
+    sent = p.delivered_rate_req_s
+    delivered = f"the client delivered {sent:.3g} req/s of the {p.load:g} asked; " if rate and sent else ""
+    return f"the probe at {p.load:g} was INVALID twice: {delivered}{known}; {'; '.join(p.invalid_reasons)}"
 
 
 def _searching() -> Limit:

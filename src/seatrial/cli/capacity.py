@@ -64,6 +64,8 @@ def capacity(
             folder.close()
     for table in capacity_tables(summary):
         out.print(rich_table(table))
+    for note in summary.notes:
+        console.print(f"[yellow]note[/] {escape(note)}", highlight=False)
     for line in span_lines(summary.spans):
         console.print(f"[yellow]spans[/] {escape(line)}", highlight=False)
     if summary.plan_check is not None:

@@ -46,7 +46,7 @@ FIELDS = {
         'timeout_s': Opt(flag='--timeout', kind='float', optional=False, required=False, default=600.0, help='Per-request total timeout, s'),
         'stall_timeout_s': Opt(flag='--stall-timeout', kind='float', optional=False, required=False, default=120.0, help='Fail a request after this long without data, s'),
         'max_error_rate': Opt(flag='--max-error-rate', kind='float', optional=False, required=False, default=0.0, help='Errors above this share make a level invalid'),
-        'max_lag_ms': Opt(flag='--max-lag-ms', kind='float', optional=False, required=False, default=50.0, help='Client lag p99 above this makes a level invalid'),
+        'max_lag_ms': Opt(flag='--max-lag-ms', kind='float', optional=False, required=False, default=50.0, help='Closed loop: client lag p99 above this makes a level invalid'),
         'goodput': Opt(flag='--goodput', kind='str', optional=True, required=False, default=None, help="SLO of a good request, e.g. ttft_ms:2000,tpot_ms:50[,e2e_ms:N]: each level reports the share of requests meeting every bound with its interval, and goodput (vLLM's --goodput meaning)"),
         'stamps': Opt(flag='--stamps', kind='str', optional=False, required=False, default='kernel', help="Token times: 'kernel' (the kernel's receive time of each chunk) or 'user' (when the client reads it, as vLLM's benchmark client does)"),
         'otlp_listen': Opt(flag='--otlp-listen', kind='str', optional=True, required=False, default=None, help="Receive the engine's per-request spans (OTLP/HTTP protobuf) on HOST:PORT for the run and join them to the requests; vLLM exports there with --otlp-traces-endpoint http://HOST:PORT/v1/traces and OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf"),

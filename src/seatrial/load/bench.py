@@ -30,7 +30,7 @@ from seatrial.load.share import Sending, WorkerClock, WorkerStats
 from seatrial.load.spans import SpanBook
 from seatrial.load.timed import check_endpoint, load_label, open_load, schedule, session_stats, trace_stats
 from seatrial.load.tokenize import LocalTokenizer, ServerTokenizer, TokenCounter
-from seatrial.load.validity import invalid_reasons, lateness, prompt_mismatches
+from seatrial.load.validity import arrivals, invalid_reasons, lateness, prompt_mismatches, starvation_note
 from seatrial.load.workloads import WORKLOADS, RequestSpec, build_specs, measured_requests
 from seatrial.runs.folder import RunFolder
 from seatrial.runs.summaries.bench import (
@@ -265,6 +265,7 @@ def level_summary(
     cpu_wait = (loop_lag or {}).get("cpu_wait_ms")
     reasons = invalid_reasons(records, delivery, cfg.load, level.concurrency, not level.open_loop, cpu_wait)
     lags = [r.lag_ms for r in records]
+    judged = arrivals(records) if level.open_loop else None
     return LevelSummary.model_validate(
         {
             "index": index,
@@ -279,6 +280,8 @@ def level_summary(
                 "achieved_rate": delivery.achieved_rate,
                 "scheduled_cv": delivery.scheduled_cv,
                 "achieved_cv": delivery.achieved_cv,
+                "rate_shortfall_allowed": judged["rate_shortfall_allowed"] if judged else None,
+                "cv2_allowed": judged["cv2_allowed"] if judged else None,
                 "lag_ms_p99": float(np.percentile(lags, 99)) if lags else None,
             },
             "schedule": schedule(level) if level.open_loop else None,
@@ -411,6 +414,8 @@ async def run_bench(
         if book is not None:
             result.spans = book.counts()
     result.valid = all(level.valid for level in result.levels)
+    waits = [(lv.client_timing.cpu_wait_ms, lv.duration_s) for lv in result.levels]
+    result.notes += [n for n in (starvation_note(waits, cfg.target.url),) if n]
     if folder:
         folder.write_summary(result)
     return result

@@ -44,6 +44,8 @@ class Probe(SummaryModel):
     e2e_ms: Distribution
     output_tok_s: float | None
     achieved_rate_req_s: float | None
+    # of an INVALID probe in rate mode: the rate its client did send (its invalid runs' mean)
+    delivered_rate_req_s: float | None = None
     mean_in_flight: float | None
     missed_by: dict[str, int]  # failed, and each SLO bound: requests that broke it
     server: ProbeServer
