@@ -263,9 +263,10 @@ def level_summary(
     """The level's metrics, server view, client self-checks (``loop_lag``: :class:`LoopLag` summary)
     and validity."""
     cpu_wait = (loop_lag or {}).get("cpu_wait_ms")
-    reasons = invalid_reasons(records, delivery, cfg.load, level.concurrency, not level.open_loop, cpu_wait)
+    shape = level.gap_shape
+    reasons = invalid_reasons(records, delivery, cfg.load, level.concurrency, not level.open_loop, cpu_wait, shape)
     lags = [r.lag_ms for r in records]
-    judged = arrivals(records) if level.open_loop else None
+    judged = arrivals(records, shape) if level.open_loop else None
     return LevelSummary.model_validate(
         {
             "index": index,
@@ -281,6 +282,7 @@ def level_summary(
                 "scheduled_cv": delivery.scheduled_cv,
                 "achieved_cv": delivery.achieved_cv,
                 "rate_shortfall_allowed": judged["rate_shortfall_allowed"] if judged else None,
+                "cv2_law": judged["law_cv2"] if judged else None,
                 "cv2_allowed": judged["cv2_allowed"] if judged else None,
                 "lag_ms_p99": float(np.percentile(lags, 99)) if lags else None,
             },

@@ -8,16 +8,23 @@ is the yardstick), each statistic against its own sampling error from the level'
 
 - rate: the sent rate may fall short of the schedule's by max(5%, half the standard error of a rate from
   n arrivals, cv / sqrt(n - 1), cv the schedule's gaps' coefficient of variation);
-- dispersion: the sent gaps' squared coefficient of variation may differ from the schedule's by
-  max(0.05, half the standard error of that statistic, by the delta method from the schedule's gaps:
-  2 / sqrt(n) for Poisson arrivals): a client that stalls sends what fell due meanwhile as one burst;
+- dispersion: the sent gaps' squared coefficient of variation (CV^2) must stay within the band n gaps of
+  the named arrival process give it, its CV^2 +- max(0.05, 1.96 standard errors) (gamma of shape k: 1/k
+  +- 1.96 sqrt((2/k^2 + 2/k^3) / (n - 1)), Poisson k = 1: 1 +- 0.33 at 139 arrivals; constant: 0 +- 0.05),
+  unless the schedule itself lay as far out (chance, not the client): the sends are invalid when they
+  are outside the band and farther from the law than the schedule by more than 0.05. A ramp or a trace
+  has no such law: the band is then around the schedule's own CV^2, its standard error by the delta
+  method from the schedule's gaps. A client that stalls sends what fell due meanwhile as one burst; one
+  that paces itself makes the sends more regular;
 - lateness: the p99 of ``sent - scheduled`` may reach max(10 ms, one mean gap of the schedule).
 
-Half a standard error: a bias of half a statistic's own sampling error grows its root-mean-square error by
-at most 12% (sqrt(1 + 0.5^2)); 5% is the capacity search's default precision. Lateness of a fraction of a
-gap does not change the load: a Poisson process whose points are each displaced independently stays a
-Poisson process of the same rate; what a stall does to it (a burst) is the dispersion's test. The rule's
-false-INVALID rate under a busy client is measured in ``benchmarks/lateness_gate.py``.
+Half a standard error: a rate biased by half its own sampling error has a root-mean-square error at most
+12% larger (sqrt(1 + 0.5^2)); 5% is the capacity search's default precision. Lateness of a fraction of a
+gap does not change a Poisson load: a Poisson process whose points are each displaced independently
+stays a Poisson process of the same rate (though its gaps, compared pair by pair with the schedule's,
+spread: so the dispersion is judged against the law, not the schedule). What a stall does to it (a
+burst) shows in the lateness beyond a gap and in the dispersion. The rule's false-INVALID rate under a
+busy client is measured in ``benchmarks/lateness_gate.py``.
 """
 
 from __future__ import annotations
@@ -34,8 +41,9 @@ from seatrial.load.scheduler import Delivery
 
 MIN_IN_FLIGHT_SHARE = 0.9
 RATE_FLOOR = 0.05  # open loop: a shortfall of the sent rate against the schedule's always allowed
-DISPERSION_FLOOR = 0.05  # open loop: a change of the gaps' squared CV always allowed
-SAMPLING_SHARE = 0.5  # ... or this share of the statistic's own standard error from n arrivals
+DISPERSION_FLOOR = 0.05  # open loop: the gaps' squared CV band's least half-width, and the least move out
+SAMPLING_SHARE = 0.5  # the rate's shortfall allowed: this share of its own standard error from n arrivals
+BAND_Z = 1.96  # the dispersion band: the named law's CV^2 +- this many of its standard errors
 LATENESS_FLOOR_MS = 10.0  # open loop: send lateness p99 allowed, at least ...
 LATENESS_GAPS = 1.0  # ... or this many mean gaps of the schedule
 STARVED_SHARE = 0.05  # the client's loop waited for a CPU this share of the level's time or more
@@ -59,9 +67,18 @@ def cv2_se(gaps: np.ndarray) -> float:
     return math.sqrt(max(var, 0.0) / n)
 
 
-def arrivals(records: list[RequestRecord]) -> dict[str, Any] | None:
-    """An open loop's delivered arrivals against its schedule: rates, the gaps' squared CV, and what
-    each may differ by (see the module's rule). None below 3 requests (no dispersion to judge)."""
+def law_cv2(shape: float, gaps: int) -> tuple[float, float]:
+    """The squared CV of gamma gaps of ``shape`` k (Poisson: 1; constant: inf) and its standard error
+    from ``gaps`` of them (delta method: sqrt((2/k^2 + 2/k^3) / gaps))."""
+    if math.isinf(shape):
+        return 0.0, 0.0
+    return 1 / shape, math.sqrt((2 / shape**2 + 2 / shape**3) / gaps)
+
+
+def arrivals(records: list[RequestRecord], shape: float | None = None) -> dict[str, Any] | None:
+    """An open loop's delivered arrivals against its schedule and its named law (``shape``: the gamma
+    shape of its gaps, 1 for Poisson, inf for constant; None for a ramp or a trace): rates, the gaps'
+    squared CV, and what each may differ by (see the module's rule). None below 3 requests."""
     if len(records) < 3:
         return None
     due, sent = _gaps([r.scheduled_ms for r in records]), _gaps([r.sent_ms for r in records])
@@ -70,12 +87,16 @@ def arrivals(records: list[RequestRecord]) -> dict[str, Any] | None:
         return None
     rate_s, rate_d = (n - 1) / (due.sum() / 1000), (n - 1) / (sent.sum() / 1000)
     cv2_s, cv2_d = float(due.var(ddof=1) / due.mean() ** 2), float(sent.var(ddof=1) / sent.mean() ** 2)
+    center, se = law_cv2(shape, n - 1) if shape is not None else (cv2_s, cv2_se(due))
+    half = max(DISPERSION_FLOOR, BAND_Z * se)
+    moved = abs(cv2_d - center) - abs(cv2_s - center)
     return {
         "n": n, "scheduled_rate": rate_s, "sent_rate": rate_d, "mean_gap_ms": float(due.mean()),
         "rate_shortfall": 1 - rate_d / rate_s,
         "rate_shortfall_allowed": max(RATE_FLOOR, SAMPLING_SHARE * math.sqrt(cv2_s / (n - 1))),
-        "scheduled_cv2": cv2_s, "sent_cv2": cv2_d,
-        "cv2_allowed": max(DISPERSION_FLOOR, SAMPLING_SHARE * cv2_se(due)),
+        "scheduled_cv2": cv2_s, "sent_cv2": cv2_d, "law_cv2": center if shape is not None else None,
+        "cv2_allowed": half,
+        "dispersed": abs(cv2_d - center) > half and moved > DISPERSION_FLOOR,
     }  # fmt: skip
 
 
@@ -88,11 +109,13 @@ def arrival_reasons(a: dict[str, Any], cpu: str) -> list[str]:
             f"{a['scheduled_rate']:.3g}/s (allowed {a['rate_shortfall_allowed']:.1%}: max(5%, half the sampling "
             f"error of a rate from {a['n']} arrivals)): the client delivered {a['sent_rate']:.3g} req/s{cpu}"
         )
-    if abs(a["sent_cv2"] - a["scheduled_cv2"]) > a["cv2_allowed"]:
+    if a["dispersed"]:
         kind = "burstier" if a["sent_cv2"] > a["scheduled_cv2"] else "more regular"
+        law = a["law_cv2"]
+        band = f"the named process's {law:.2f}" if law is not None else f"the schedule's {a['scheduled_cv2']:.2f}"
         out.append(
-            f"the sends were {kind} than the schedule: gaps' squared CV {a['sent_cv2']:.2f} against "
-            f"{a['scheduled_cv2']:.2f} (allowed +-{a['cv2_allowed']:.2f}: max(0.05, half its sampling error "
+            f"the sends were {kind} than the named load: gaps' squared CV {a['sent_cv2']:.2f} (the schedule's "
+            f"{a['scheduled_cv2']:.2f}), outside {band} +-{a['cv2_allowed']:.2f} (max(0.05, 1.96 standard errors "
             f"from {a['n']} arrivals)): the client delivered {a['sent_rate']:.3g} req/s, not the named "
             f"arrival process{cpu}"
         )
@@ -168,8 +191,9 @@ def lateness_reason(late: dict[str, Any], cap: int, cpu_wait_ms: float | None = 
 
 def invalid_reasons(
     records: list[RequestRecord], delivery: Delivery, load: LoadConfig, concurrency: int, closed_loop: bool,
-    cpu_wait_ms: float | None = None,
+    cpu_wait_ms: float | None = None, shape: float | None = None,
 ) -> list[str]:  # fmt: skip
+    """Every reason the level is invalid (``shape``: :func:`arrivals`'s, the open loop's named law)."""
     reasons: list[str] = []
     n = len(records)
     if n == 0:
@@ -199,7 +223,7 @@ def invalid_reasons(
                 f"client lag p99 {p99_lag:.1f} ms > {load.max_lag_ms:.0f} ms: the client did not deliver the load"
             )
     else:
-        reasons += open_loop_reasons(records, concurrency, cpu_wait_ms)
+        reasons += open_loop_reasons(records, concurrency, cpu_wait_ms, shape)
     expected = min(concurrency, n)
     if closed_loop and n > concurrency and delivery.mean_in_flight < MIN_IN_FLIGHT_SHARE * expected:
         reasons.append(
@@ -208,7 +232,9 @@ def invalid_reasons(
     return reasons
 
 
-def open_loop_reasons(records: list[RequestRecord], cap: int, cpu_wait_ms: float | None) -> list[str]:
+def open_loop_reasons(
+    records: list[RequestRecord], cap: int, cpu_wait_ms: float | None, shape: float | None
+) -> list[str]:
     """An open loop's arrivals against its schedule (rate, dispersion) and its send lateness."""
     span_s = (max(r.sent_ms for r in records) - min(r.sent_ms for r in records)) / 1000
     cpu = ""
@@ -216,7 +242,7 @@ def open_loop_reasons(records: list[RequestRecord], cap: int, cpu_wait_ms: float
         cpu = f"; its loop's thread waited {cpu_wait_ms:,.0f} ms in all for a CPU"
         if starved(cpu_wait_ms, span_s):
             cpu += " (starved: another process on this host held the CPUs)"
-    a = arrivals(records)
+    a = arrivals(records, shape)
     reasons = arrival_reasons(a, cpu) if a else []
     late = lateness(records)
     why = lateness_reason(late, cap, cpu_wait_ms) if late else None

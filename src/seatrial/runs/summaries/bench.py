@@ -53,7 +53,8 @@ class DeliveryStats(SummaryModel):
     scheduled_cv: float | None = None
     achieved_cv: float | None = None
     rate_shortfall_allowed: float | None = None
-    cv2_allowed: float | None = None
+    cv2_law: float | None = None  # the named arrival process's gaps' squared CV (None: a ramp, a trace)
+    cv2_allowed: float | None = None  # the half-width of the band around it the sent gaps' must keep
     lag_ms_p99: float | None = None
 
 

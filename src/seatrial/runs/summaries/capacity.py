@@ -71,6 +71,9 @@ class Capacity(SummaryModel):
     confidence: float
     found: bool
     stop_reason: str
+    # "floor": no probe met down to --min-rate / --min-concurrency (the capacity is below it); "budget":
+    # --time-budget was spent (the stop reason gives the bracket then); None: the search ran its course
+    ended_early: Literal["floor", "budget"] | None = None
 
 
 class Limit(SummaryModel):
