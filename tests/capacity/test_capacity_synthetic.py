@@ -108,3 +108,24 @@ def test_capacity_exit_codes(server: str, tmp_path: Path) -> None:
     assert s["probes"][0]["verdict"] == "MISSES" and "no probe met" in s["capacity"]["stop_reason"]
     assert invoke(["capacity", "--url", server, "--slo", "ttft_ms:1", "--attainment", "1.5"]).code == 2
     assert invoke(["capacity", "--url", server]).code == 2  # --slo is required
+
+
+def test_a_floor_and_a_time_budget_end_the_search_with_what_it_knows(server: str, tmp_path: Path) -> None:
+    """--min-rate: no probe meets an impossible SLO, the search stops at the floor ("below 8 req/s"),
+    never halving on; --time-budget: the first probe (30 arrivals at 8/s, 3.75 s; every request good against
+    a target of 0.5: it meets at once) fits 5 s, the next at
+    16/s (1.9 s more) does not: the search ends with its bracket, exit 1."""
+    args = ["capacity", "--url", server, "--input-len", "8", "--output-len", "4", "--probe-requests", "24"]
+    low = invoke([*args, "--slo", "ttft_ms:1", "--start", "16", "--min-rate", "8", "--json", str(tmp_path / "f.json")])
+    assert low.code == 1, low.output
+    s = json.loads((tmp_path / "f.json").read_text())
+    assert [p["rate_req_s"] for p in s["probes"]] == [16, 8] and s["capacity"]["ended_early"] == "floor"
+    assert s["capacity"]["stop_reason"].endswith("below 8 req/s") and "below it" in low.output
+    timed = invoke([*args, "--slo", "ttft_ms:5000", "--attainment", "0.5", "--start", "8", "--time-budget", "5s",
+                    "--json", str(tmp_path / "t.json")])  # fmt: skip
+    assert timed.code == 1, timed.output
+    cap = json.loads((tmp_path / "t.json").read_text())["capacity"]
+    assert cap["ended_early"] == "budget" and cap["found"] and cap["rate_req_s"] == 8
+    assert "the time budget (0.0833 min) was spent: at least 8 req/s after" in cap["stop_reason"]
+    assert invoke([*args, "--slo", "ttft_ms:1", "--min-concurrency", "2"]).code == 2  # a rate search has no users
+    assert invoke([*args, "--slo", "ttft_ms:1", "--time-budget", "soon"]).code == 2

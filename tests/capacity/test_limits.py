@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from seatrial.capacity.limits import limit
+from seatrial.capacity.run import invalid_stop
+from seatrial.load.validity import starvation_note
 from seatrial.runs.summaries.base import Distribution
 from seatrial.runs.summaries.capacity import Probe, ProbeServer
 
@@ -31,3 +33,23 @@ def test_each_class_is_judged_at_the_first_load_that_did_not_meet() -> None:
     assert limit([met, queue, higher], 4).classification == "QUEUE_SATURATION"  # the lowest one decides
     assert limit([met], 4).classification == "NONE"
     assert limit([met, probe(8, "INVALID", {"failed": 0})], 4).classification == "CLIENT_BOUND"
+
+
+def test_a_search_stopped_by_the_client_says_which_load_it_delivered_and_what_it_knows() -> None:
+    bad = probe(16, "INVALID", {"failed": 0}).model_copy(update={"delivered_rate_req_s": 12.34})
+    why = invalid_stop(bad, 8.0, rate=True)
+    assert why.startswith("the probe at 16 was INVALID twice: the client delivered 12.3 req/s of the 16 asked; "
+                          "the capacity is at least 8 req/s; client lag")  # fmt: skip
+    assert "no lower load met" in invalid_stop(bad, None, rate=True)
+    assert "delivered" not in invalid_stop(bad, 2.0, rate=False)  # a closed loop has no rate to name
+    assert "the client delivered 12.3 req/s" in limit([bad], None).reason
+
+
+def test_a_starved_client_is_said_once_with_the_advice_to_give_it_its_own_cpus() -> None:
+    # 3 of 4 levels: the loop waited 2.6 s of 30 s (8.7%), 0.9 s of 10 s, 0.1 s of 10 s (under 5%), none
+    waits = [(2600.0, 30.0), (900.0, 10.0), (100.0, 10.0), (None, 10.0)]
+    note = starvation_note(waits, "http://127.0.0.1:8000")
+    assert note is not None and note.startswith("the client was starved of CPU in 2 of 4 levels (its loop waited 3.5 s")
+    assert "the server on this host (127.0.0.1)" in note and "give the client its own CPUs" in note
+    assert "another process" in (starvation_note(waits, "http://gpu-node:8000") or "")
+    assert starvation_note([(100.0, 10.0), (None, 5.0)], "http://127.0.0.1:8000") is None

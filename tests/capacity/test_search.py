@@ -40,6 +40,32 @@ def test_a_first_probe_that_misses_goes_down_then_gives_up() -> None:
     assert never.lower is None and min(seen) >= 8 / 16 and "no probe met" in (never.stop_reason or "")
 
 
+def test_a_search_never_goes_below_its_floor_and_ends_below_it() -> None:
+    s = Search(first=2.0, precision=0.05, floor=0.5)
+    assert run(s, capacity=0.1) == [2, 1, 0.5] and s.early == "floor" and s.lower is None
+    assert s.stop_reason == "no probe met the target down to the floor 0.5: below 0.5 req/s"
+    odd = Search(first=2.0, precision=0.05, floor=0.7)  # halving would pass it: the floor itself is probed
+    assert run(odd, capacity=0.1) == [2, 1, 0.7] and "below 0.7 req/s" in (odd.stop_reason or "")
+    users = Search(first=8.0, precision=0.05, integer=True, unit="users", floor=3)
+    assert run(users, capacity=1) == [8, 4, 3] and "below 3 users" in (users.stop_reason or "")
+    met = Search(first=2.0, precision=0.05, floor=0.5)
+    assert min(run(met, capacity=0.6)) == 0.5 and met.early is None and met.lower is not None and met.lower <= 0.6
+
+
+def test_a_spent_time_budget_ends_the_search_with_what_it_knows() -> None:
+    s = Search(first=1.0, precision=0.01)
+    for load, met in ((1, True), (2, True), (4, True), (8, False), (6, False)):
+        assert s.next_load() == load
+        s.record(load, met)
+    s.out_of_time(1203.0, 1200.0)
+    assert s.early == "budget" and (s.lower, s.upper) == (4, 6)
+    assert s.stop_reason == "the time budget (20 min) was spent: between 4 and 6 req/s after 20.1 min"
+    down = Search(first=1.0, precision=0.01)
+    down.record(1.0, False)
+    down.out_of_time(60.0, 60.0)
+    assert "below 1 req/s after 1.0 min" in (down.stop_reason or "")
+
+
 def test_the_highest_allowed_load_and_the_probe_budget_end_a_search() -> None:
     capped = Search(first=1.0, precision=0.05, max_load=5.0)
     assert run(capped, capacity=100)[-1] == 5.0 and "up to the highest allowed, 5" in (capped.stop_reason or "")

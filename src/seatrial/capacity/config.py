@@ -20,6 +20,15 @@ class CapacityConfig(BaseModel):
     precision: float = Field(0.05, gt=0, lt=1, description="Stop when the bracket is this close (relative)")
     start: float | None = Field(None, gt=0, description="First probe (req/s or users); default 1")
     max_rate: float | None = Field(None, gt=0, description="Highest probe (req/s or users)")
+    min_rate: float | None = Field(
+        None, gt=0, description="Rate mode: lowest probe; not met there, the capacity is 'below' it (default: start / 16)"
+    )
+    min_concurrency: int | None = Field(
+        None, ge=1, description="Concurrency mode: lowest probe; not met there, the capacity is 'below' it (default 1)"
+    )
+    time_budget: str | None = Field(
+        None, description="Wall time the search may take (90s, 20m, 1h): then it ends with its bracket (exit 1)"
+    )
     probe_requests: int | None = Field(
         None, ge=4, description="Measured requests of a probe's first run; default: enough for its interval"
     )
@@ -40,13 +49,45 @@ class CapacityConfig(BaseModel):
 
         return parse_slo(v)  # type: ignore[arg-type]
 
+    @field_validator("time_budget")
+    @classmethod
+    def _budget(cls, v: str | None) -> str | None:
+        if v is not None:
+            from seatrial.errors import ConfigError
+            from seatrial.guard.config import parse_duration_s
+
+            try:
+                seconds = parse_duration_s(v, "--time-budget")
+            except ConfigError as e:
+                raise ValueError(str(e)) from None
+            if seconds <= 0:
+                raise ValueError("--time-budget must be positive")
+        return v
+
     @model_validator(mode="after")
     def _bounds(self) -> CapacityConfig:
         if self.max_rate is not None and self.start is not None and self.max_rate < self.start:
             raise ValueError(f"max_rate {self.max_rate:g} is below the first probe {self.start:g}")
         if self.mode == "concurrency" and self.start is not None and self.start != int(self.start):
             raise ValueError("concurrency mode probes whole numbers of users: start must be an integer")
+        floor, flag = (self.min_rate, "min_rate") if self.mode == "rate" else (self.min_concurrency, "min_concurrency")
+        other = "min_concurrency" if self.mode == "rate" else "min_rate"
+        if getattr(self, other) is not None:
+            raise ValueError(f"{other} is for {'concurrency' if self.mode == 'rate' else 'rate'} mode; use {flag}")
+        if floor is not None and floor > self.first:
+            raise ValueError(f"{flag} {floor:g} is above the first probe {self.first:g}")
         return self
+
+    @property
+    def floor(self) -> float | None:
+        """The lowest load the search may probe (None: its default)."""
+        return self.min_rate if self.mode == "rate" else self.min_concurrency
+
+    @property
+    def time_budget_s(self) -> float | None:
+        from seatrial.guard.config import parse_duration_s
+
+        return None if self.time_budget is None else parse_duration_s(self.time_budget, "--time-budget")
 
     @property
     def first(self) -> float:

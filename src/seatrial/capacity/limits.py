@@ -27,7 +27,9 @@ def limit(probes: list[Probe], capacity: float | None) -> Limit:
     )
     if not above:
         if invalid:
-            return Limit(classification="CLIENT_BOUND", reason=f"load {invalid[0].load:g}: {'; '.join(invalid[0].invalid_reasons)}")
+            p = invalid[0]
+            sent = f"the client delivered {p.delivered_rate_req_s:.3g} req/s; " if p.delivered_rate_req_s else ""
+            return Limit(classification="CLIENT_BOUND", reason=f"load {p.load:g}: {sent}{'; '.join(p.invalid_reasons)}")
         return Limit(classification="NONE", reason="every probe met the target")
     p = above[0]
     srv, missed = p.server, p.missed_by

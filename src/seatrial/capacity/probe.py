@@ -125,6 +125,7 @@ def _probe(
         e2e_ms=_dist([r.e2e_ms for r in ok]),
         output_tok_s=sum(r.output_tokens or 0 for r in ok) / duration if duration > 0 else None,
         achieved_rate_req_s=_mean([lv.delivery.achieved_rate for lv in levels]),
+        delivered_rate_req_s=_mean([o.summary.delivery.achieved_rate for o in invalid]) if not valid else None,
         mean_in_flight=_mean([lv.delivery.mean_in_flight for lv in levels]),
         missed_by=missed_by(records, slo),
         server=_server(outcomes),

@@ -9,6 +9,7 @@ server_metrics.jsonl), and the summary is rewritten after each probe.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from seatrial.capacity.config import CapacityConfig
@@ -21,6 +22,7 @@ from seatrial.load.config import BenchConfig
 from seatrial.load.plancheck import check_plan
 from seatrial.load.pools import Pool
 from seatrial.load.scheduler import LevelLoad
+from seatrial.load.validity import starvation_note
 from seatrial.runs.folder import RunFolder
 from seatrial.runs.summaries.bench import PlanCheck, SpanCounts
 from seatrial.runs.summaries.capacity import Capacity, CapacitySummary, Limit, Probe
@@ -67,24 +69,33 @@ class CapacityRun:
         c = self.ccfg
         first = c.probe_requests or requests_for(c.attainment, c.confidence)
         most = c.max_probe_requests or 4 * first
-        search = Search(c.first, c.precision, integer=c.mode == "concurrency", max_load=c.max_rate,
-                        max_probes=c.max_probes)  # fmt: skip
+        rate = c.mode == "rate"
+        search = Search(c.first, c.precision, integer=not rate, max_load=c.max_rate, max_probes=c.max_probes,
+                        unit="req/s" if rate else "users", floor=c.floor)  # fmt: skip
+        budget = Budget(c.time_budget_s)
 
         async def run_level(at: float, requests: int) -> LevelOutcome:
             cfg = _level_config(self.cfg, c, at, requests)
+            if not budget.fits((requests + cfg.load.warmup) / at if rate else 0.0):
+                raise OutOfTime
             index = len(self.levels)
             seed = (cfg.workload.seed or 0) + index
-            level = LevelLoad(requests + cfg.load.warmup, at, "poisson", seed) if c.mode == "rate" else LevelLoad(round(at))
+            level = LevelLoad(requests + cfg.load.warmup, at, "poisson", seed) if rate else LevelLoad(round(at))
             outcome = await measure_level(session, cfg, level, index, self.folder, self.progress, pool)
             self.levels.append(outcome)
             return outcome
 
         while (at := search.next_load()) is not None:
-            p = await probe(run_level, at, c.mode == "rate", c.slo, c.attainment, c.confidence, first, most)
+            try:
+                p = await probe(run_level, at, rate, c.slo, c.attainment, c.confidence, first, most)
+            except OutOfTime:  # a probe cut short is not judged: its runs stay levels of the folder
+                search.out_of_time(budget.elapsed_s, budget.seconds or 0.0)
+                self.log(f"search stopped: {search.stop_reason}")
+                break
             self.probes.append(p)
             self.log(_line(p, c))
             if p.verdict == "INVALID":
-                search.stop_reason = f"the probe at {at:g} was INVALID twice: {'; '.join(p.invalid_reasons)}"
+                search.stop_reason = invalid_stop(p, search.lower, rate)
                 break
             search.record(at, p.verdict == "MEETS")
             self._write(search, None, final=False)
@@ -110,6 +121,7 @@ class CapacityRun:
             confidence=c.confidence,
             found=found,
             stop_reason=search.stop_reason or ("searching" if not final else "stopped"),
+            ended_early=search.early,
         )
         summary = CapacitySummary(
             capacity=cap, probes=self.probes, limit=limit(self.probes, search.lower) if final else _searching(),
@@ -118,6 +130,9 @@ class CapacityRun:
         )  # fmt: skip
         if final and at_cap is not None:
             self._price(summary, at_cap)
+        if final:
+            waits = [(o.summary.client_timing.cpu_wait_ms, o.summary.duration_s) for o in self.levels]
+            summary.notes += [n for n in (starvation_note(waits, self.cfg.target.url),) if n]
         if self.folder:
             self.folder.write_summary(summary)
         self.summary = summary
@@ -136,6 +151,35 @@ class CapacityRun:
         if c.target_rate is not None:
             summary.profile = production_profile(summary.capacity, at_cap, c.target_rate, layout, gpus,
                                                  c.gpu_hour_usd)  # fmt: skip
+
+
+class OutOfTime(Exception):
+    """The next run of a probe would not end within the search's time budget."""
+
+
+class Budget:
+    """The search's wall-time budget (None: none): whether a run of an expected length still fits."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds, self._t0 = seconds, time.monotonic()
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self._t0
+
+    def fits(self, expected_s: float) -> bool:
+        """False when the budget is spent, or a run expected to last ``expected_s`` would pass it."""
+        return self.seconds is None or self.elapsed_s + expected_s <= self.seconds
+
+
+def invalid_stop(p: Probe, lower: float | None, rate: bool) -> str:
+    """Why the search stopped on an INVALID probe, with what is known: the load its client did deliver
+    (rate mode) and the capacity found below it."""
+    unit = "req/s" if rate else "users"
+    known = f"the capacity is at least {lower:g} {unit}" if lower is not None else "no lower load met the target yet"
+    sent = p.delivered_rate_req_s
+    delivered = f"the client delivered {sent:.3g} req/s of the {p.load:g} asked; " if rate and sent else ""
+    return f"the probe at {p.load:g} was INVALID twice: {delivered}{known}; {'; '.join(p.invalid_reasons)}"
 
 
 def _searching() -> Limit:

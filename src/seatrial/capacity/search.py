@@ -3,19 +3,22 @@
 The bracket is (``lower``: the highest load shown to MEET, ``upper``: the lowest load not shown to meet:
 it MISSED, or stayed INCONCLUSIVE after its most requests). A load that does not meet is never guessed to:
 the capacity reported is ``lower``, a load whose attainment's lower bound held the target. If the first
-probe does not meet, the search halves the load (rate mode; a closed loop cannot go below one user) down
-to ``first / 16`` before it concludes that the deployment cannot meet the SLO at all.
+probe does not meet, the search halves the load down to its ``floor`` (``--min-rate``, default
+``first / 16``; ``--min-concurrency``, default one user), probing the floor itself last, and never below
+it: a floor that does not meet ends the search with "below the floor" (``early == "floor"``).
 Bisection stops when ``upper / lower - 1 <= precision`` (concurrency: also when no whole number lies
 between them), at ``max_load`` (the capacity is then only known to be at least that), or after
-``max_probes``.
+``max_probes``. The caller ends a search whose time budget is spent with :meth:`Search.out_of_time`: it
+says what is known then, the bracket (``early == "budget"``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Literal
 
-DOWN_STEPS = 4  # halvings below the first probe before "cannot meet the SLO"
+DOWN_STEPS = 4  # rate mode's default floor: the first probe halved this many times
 
 
 @dataclass
@@ -25,10 +28,19 @@ class Search:
     integer: bool = False
     max_load: float | None = None
     max_probes: int = 24
+    unit: str = "req/s"
+    floor: float | None = None  # the lowest load probed (default: first / 2**DOWN_STEPS; whole users: 1)
     lower: float | None = None
     upper: float | None = None
     tried: list[tuple[float, bool]] = field(default_factory=list)  # (load, met)
     stop_reason: str | None = None
+    early: Literal["floor", "budget"] | None = None  # the search ended before its bracket closed
+
+    @property
+    def lowest(self) -> float:
+        if self.floor is not None:
+            return self.floor
+        return 1.0 if self.integer else self.first / 2**DOWN_STEPS
 
     def record(self, load: float, met: bool) -> None:
         self.tried.append((load, met))
@@ -52,11 +64,14 @@ class Search:
                 return self._stop(f"every probe met the target up to the highest allowed, {self.max_load:g}")
             nxt = self.lower * 2
             return self._round(min(nxt, self.max_load) if self.max_load is not None else nxt)
-        if self.lower is None:  # nothing met yet: go down
-            nxt = self._round(self.upper / 2)
-            floor = self.first / 2**DOWN_STEPS
-            if nxt >= self.upper or nxt < floor:
-                return self._stop(f"no probe met the target, down to {self.upper:g}")
+        if self.lower is None:  # nothing met yet: go down, to the floor and no further
+            floor = self.lowest
+            nxt = max(self._round(self.upper / 2), floor)
+            if nxt >= self.upper:
+                self.early = "floor"
+                return self._stop(
+                    f"no probe met the target down to the floor {self.upper:g}: below {self.upper:g} {self.unit}"
+                )
             return nxt
         return self._bisect(self.lower, self.upper)
 
@@ -69,6 +84,18 @@ class Search:
         if mid <= lo or mid >= hi:
             return self._stop(f"no whole number of users between {lo:g} and {hi:g}")
         return mid
+
+    def out_of_time(self, elapsed_s: float, budget_s: float) -> None:
+        """Ends the search because its time budget is spent, saying what is known: the bracket."""
+        self.early = "budget"
+        lo, hi, unit = self.lower, self.upper, self.unit
+        known = (
+            f"between {lo:g} and {hi:g} {unit}" if lo is not None and hi is not None
+            else f"at least {lo:g} {unit}" if lo is not None
+            else f"below {hi:g} {unit}" if hi is not None
+            else "nothing shown yet"
+        )  # fmt: skip
+        self._stop(f"the time budget ({budget_s / 60:.3g} min) was spent: {known} after {elapsed_s / 60:.1f} min")
 
     def _stop(self, why: str) -> float | None:
         """Ends the search (``stop_reason``); returns None, the ``next_load`` that says so."""

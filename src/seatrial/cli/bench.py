@@ -51,6 +51,8 @@ def bench(
         if extra is not None:
             out.print(rich_table(extra))
     print_level_notes(summary.levels)
+    for note in summary.notes:
+        console.print(f"[yellow]note[/] {escape(note)}", highlight=False)
     for line in span_lines(summary.spans):
         console.print(f"[yellow]spans[/] {escape(line)}", highlight=False)
     if summary.plan_check is not None:

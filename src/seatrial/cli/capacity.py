@@ -21,7 +21,8 @@ BENCH_OPTIONS = [
 ]  # fmt: skip
 CAPACITY_OPTIONS = [
     "slo", "attainment", "mode", "confidence", "precision", "start", "max_rate", "probe_requests",
-    "max_probe_requests", "max_probes", "gpus", "gpu_hour_usd", "target_rate",
+    "max_probe_requests", "max_probes", "gpus", "gpu_hour_usd", "target_rate", "min_rate", "min_concurrency",
+    "time_budget",
 ]  # fmt: skip
 NOT_FOUND_EXIT, NOTHING_MEASURED_EXIT = 1, 8
 
@@ -33,8 +34,8 @@ def capacity(
     **settings: Any,
 ) -> None:
     """Find the highest load (req/s, or users) whose SLO attainment's lower bound meets the target; exit 0
-    when a capacity was found, 1 when even the lowest probe misses (or a probe was invalid), 8 when nothing
-    was measured."""
+    when a capacity was found, 1 when even the lowest probe misses (the floor: "below" it), a probe was
+    invalid or the time budget was spent (its bracket is said), 8 when nothing was measured."""
     import asyncio
 
     from seatrial.capacity.config import CapacityConfig
@@ -64,6 +65,8 @@ def capacity(
             folder.close()
     for table in capacity_tables(summary):
         out.print(rich_table(table))
+    for note in summary.notes:
+        console.print(f"[yellow]note[/] {escape(note)}", highlight=False)
     for line in span_lines(summary.spans):
         console.print(f"[yellow]spans[/] {escape(line)}", highlight=False)
     if summary.plan_check is not None:
@@ -79,6 +82,9 @@ def _exit(summary: Any) -> None:
     if not any(p.valid for p in summary.probes):
         console.print("nothing was measured: no probe was valid (exit 8)")
         raise typer.Exit(NOTHING_MEASURED_EXIT)
+    if cap.ended_early == "budget":
+        console.print(f"[yellow]search stopped:[/] {escape(cap.stop_reason)}")
+        raise typer.Exit(NOT_FOUND_EXIT)
     if not cap.found:
         lowest = min((p.load for p in summary.probes), default=None)
         console.print(f"[red]no capacity:[/] even the lowest probe ({lowest:g}) does not meet the SLO ({cap.stop_reason})")

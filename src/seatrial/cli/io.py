@@ -6,7 +6,17 @@ from pathlib import Path
 
 import typer
 
-from seatrial.cli.common import console, emit_json, escape, out, parse_int_list, parse_name_list, write_folder
+from seatrial.cli.common import (
+    console,
+    emit_json,
+    escape,
+    json_target,
+    out,
+    out_folder,
+    parse_int_list,
+    parse_name_list,
+    write_folder,
+)
 from seatrial.io.registry import IO_TRIAL_NAMES
 
 
@@ -55,8 +65,8 @@ def register(app: typer.Typer) -> None:
         ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH identity file"),
         known_hosts: Path | None = typer.Option(None, "--known-hosts", help="SSH known_hosts file to use"),
         accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key", help="trust an unknown SSH host key on first use"),
-        out_dir: Path | None = typer.Option(None, "--out", help="run folder to write"),
-        json_path: Path | None = typer.Option(None, "--json", help="write the summary as JSON ('-' = stdout)"),
+        out_dir: Path | None = typer.Option(None, "--out", parser=out_folder, help="run folder to write"),
+        json_path: Path | None = typer.Option(None, "--json", parser=json_target, help="write the summary as JSON ('-' = stdout)"),
     ) -> None:  # fmt: skip
         """Network / NVMe / storage OK? iperf3 between nodes, fio on the checkpoint's filesystem, the
         checkpoint's load, local disk and S3 as KV tiers: verdicts per node and trial.

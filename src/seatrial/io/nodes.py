@@ -6,7 +6,9 @@ timeout) ends exactly the processes this run started there, by pid, and removes 
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
+import signal
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -18,13 +20,14 @@ from seatrial.fleet.nodes import SSH_UNREACHABLE, Ssh, check_host, ssh_failure
 WRAP = 'echo $$ >> "$0/pids"; exec "$@"'
 #: ends the run's processes on a node (those still running one of our programs) and removes its folders
 CLEANUP = r"""ctl=$1; shift
-for p in $(cat "$ctl/pids" 2>/dev/null); do
-  case "$(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null)" in fio*|iperf3*|*/fio\ *|*/iperf3\ *) kill "$p" 2>/dev/null;; esac
+ours() { case "$(tr '\0' ' ' < /proc/$1/cmdline 2>/dev/null)" in fio*|iperf3*|*/fio\ *|*/iperf3\ *) return 0;; esac; return 1; }
+pids=""
+for p in $(cat "$ctl/pids" 2>/dev/null); do  # with their children: fio's job processes, in sessions of their own
+  ours "$p" && pids="$pids $p $(cat /proc/$p/task/*/children 2>/dev/null)"
 done
+for p in $pids; do ours "$p" && kill "$p" 2>/dev/null; done
 sleep 0.2
-for p in $(cat "$ctl/pids" 2>/dev/null); do
-  case "$(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null)" in fio*|iperf3*|*/fio\ *|*/iperf3\ *) kill -9 "$p" 2>/dev/null;; esac
-done
+for p in $pids; do ours "$p" && kill -9 "$p" 2>/dev/null; done
 rm -rf -- "$ctl" "$@"
 """
 
@@ -60,7 +63,9 @@ class Node:
             assert self.ctl is not None, "start() the node first"
             argv = ["sh", "-c", WRAP, self.ctl, *argv]
         try:
-            proc = subprocess.Popen(self.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            proc = subprocess.Popen(
+                self.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+            )
         except FileNotFoundError as exc:
             raise ServerError(f"{self.spec}: cannot run {argv[0]!r}: {exc.strerror}") from None
         with self._lock:
@@ -82,7 +87,7 @@ class Node:
         """A tracked program left running (iperf3's server); :meth:`stop` ends it."""
         assert self.ctl is not None, "start() the node first"
         proc = subprocess.Popen(self.argv(["sh", "-c", WRAP, self.ctl, *argv]), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)  # fmt: skip
+                                stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
         with self._lock:
             self._procs.add(proc)
         return proc
@@ -113,19 +118,18 @@ class Node:
     def stop(self) -> None:
         """End every program this run started here (local ssh/fio clients, then the node's by pid) and remove
         the control and scratch folders. Safe to call twice."""
+        if self.ctl is not None:  # first the node's programs by pid, with the processes they forked
+            with contextlib.suppress(ServerError):
+                self.run(["sh", "-c", CLEANUP, "sh", self.ctl, *self.scratch], timeout_s=60)
+            self.ctl, self.scratch = None, []
         with self._lock:
             procs = list(self._procs)
-        for proc in procs:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+        for proc in procs:  # then the local clients (ssh), each in a session of its own
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
         for proc in procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(5)
-        if self.ctl is None:
-            return
-        with contextlib.suppress(ServerError):
-            self.run(["sh", "-c", CLEANUP, "sh", self.ctl, *self.scratch], timeout_s=60)
-        self.ctl, self.scratch = None, []
 
 
 def _last(err: bytes) -> str:

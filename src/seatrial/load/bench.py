@@ -31,7 +31,14 @@ from seatrial.load.share import Sending, WorkerClock, WorkerStats
 from seatrial.load.spans import SpanBook, answered
 from seatrial.load.timed import check_endpoint, load_label, open_load, schedule, session_stats, trace_stats
 from seatrial.load.tokenize import LocalTokenizer, ServerTokenizer, TokenCounter
-from seatrial.load.validity import check_refused, invalid_reasons, lateness, prompt_mismatches
+from seatrial.load.validity import (
+    arrivals,
+    check_refused,
+    invalid_reasons,
+    lateness,
+    prompt_mismatches,
+    starvation_note,
+)
 from seatrial.load.workloads import WORKLOADS, RequestSpec, build_specs, measured_requests
 from seatrial.runs.folder import RunFolder
 from seatrial.runs.summaries.bench import (
@@ -143,9 +150,13 @@ async def measure_level(
         check_endpoint(warm, s.endpoint)
         progress.level_start(f"{label} warm-up", len(warm))
         warm_sender = make_sender(s.http, s.endpoint)
-        warmed, _ = await run_level(warm, level, "warmup", f"L{index}-warm", warm_sender, keep, level_index=index)
+        warmed, _ = await run_level(
+            warm, level, "warmup", f"L{index}-warm", warm_sender, keep, level_index=index
+        )
         check_refused(warmed)
-    specs = await build_specs(wl, s.tokenizer, lead + measured_requests(wl, load.requests), salt=2 * index + 1)
+    specs = await build_specs(
+        wl, s.tokenizer, lead + measured_requests(wl, load.requests), salt=2 * index + 1
+    )
     check_endpoint(specs, s.endpoint)
     sender = make_sender(s.http, s.endpoint)
     block_size = await engine_block_size(s.http, s.metrics_url) if wl.name == "trace" else None
@@ -184,7 +195,11 @@ async def measure_level(
                         )
                 else:
                     merge = await run_shares(s, cfg, level, index, specs, pool, keep, left)
-                    records, delivery, lag.late_ms = merge.records, merge.delivery(level.open_loop), merge.late_ms
+                    records, delivery, lag.late_ms = (
+                        merge.records,
+                        merge.delivery(level.open_loop),
+                        merge.late_ms,
+                    )
                     waits = [w.cpu_wait_ms for w in merge.workers if w.cpu_wait_ms is not None]
                     lag.cpu_wait_ms = sum(waits) if waits else None  # every worker's loop, in all
             finally:
@@ -266,8 +281,12 @@ def level_summary(
     """The level's metrics, server view, client self-checks (``loop_lag``: :class:`LoopLag` summary)
     and validity."""
     cpu_wait = (loop_lag or {}).get("cpu_wait_ms")
-    reasons = invalid_reasons(records, delivery, cfg.load, level.concurrency, not level.open_loop, cpu_wait)
+    shape = level.gap_shape
+    reasons = invalid_reasons(
+        records, delivery, cfg.load, level.concurrency, not level.open_loop, cpu_wait, shape
+    )
     lags = [r.lag_ms for r in records]
+    judged = arrivals(records, shape) if level.open_loop else None
     return LevelSummary.model_validate(
         {
             "index": index,
@@ -282,6 +301,9 @@ def level_summary(
                 "achieved_rate": delivery.achieved_rate,
                 "scheduled_cv": delivery.scheduled_cv,
                 "achieved_cv": delivery.achieved_cv,
+                "rate_shortfall_allowed": judged["rate_shortfall_allowed"] if judged else None,
+                "cv2_law": judged["law_cv2"] if judged else None,
+                "cv2_allowed": judged["cv2_allowed"] if judged else None,
                 "lag_ms_p99": float(np.percentile(lags, 99)) if lags else None,
             },
             "schedule": schedule(level) if level.open_loop else None,
@@ -289,7 +311,9 @@ def level_summary(
             "sessions": session_stats(records),
             "client_timing": client_timing(records, loop_lag or {}, max_lag_ms=cfg.load.max_lag_ms),
             "prompt_token_mismatches": prompt_mismatches(records),
-            "goodput": None if cfg.load.goodput is None else goodput(records, cfg.load.goodput, duration_s(records)),
+            "goodput": None
+            if cfg.load.goodput is None
+            else goodput(records, cfg.load.goodput, duration_s(records)),
             "valid": not reasons,
             "invalid_reasons": reasons,
             "notes": level_flags(server, cfg),
@@ -417,6 +441,8 @@ async def run_bench(
         if book is not None:
             result.spans = book.counts()
     result.valid = all(level.valid for level in result.levels)
+    waits = [(lv.client_timing.cpu_wait_ms, lv.duration_s) for lv in result.levels]
+    result.notes += [n for n in (starvation_note(waits, cfg.target.url),) if n]
     if folder:
         folder.write_summary(result)
     return result

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import gc
 import itertools
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -110,6 +111,14 @@ class LevelLoad:
     @property
     def open_loop(self) -> bool:
         return self.rate is not None or self.timed
+
+    @property
+    def gap_shape(self) -> float | None:
+        """The gamma shape of the named arrival process's gaps (Poisson 1, constant inf); None where the
+        level has no one law (a ramp, a timed workload's own schedule, a closed loop)."""
+        if self.rate is None or self.timed or self.ramp is not None:
+            return None
+        return {"poisson": 1.0, "constant": math.inf}.get(self.arrival, self.burstiness)
 
 
 def ramp_rate(ramp: Ramp, i: int, n: int) -> float:

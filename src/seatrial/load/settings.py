@@ -165,7 +165,7 @@ class BenchSettings(ClientSettings):
     max_error_rate: float = Field(
         0.0, ge=0.0, le=1.0, description="Errors above this share make a level invalid"
     )
-    max_lag_ms: float = Field(50.0, gt=0, description="Client lag p99 above this makes a level invalid")
+    max_lag_ms: float = Field(50.0, gt=0, description="Closed loop: client lag p99 above this makes a level invalid")
     goodput: dict[str, float] | None = Field(
         None,
         description="SLO of a good request, e.g. ttft_ms:2000,tpot_ms:50[,e2e_ms:N]: each level reports the "

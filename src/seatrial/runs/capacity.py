@@ -36,7 +36,10 @@ def capacity_line(s: CapacitySummary) -> str:
     slo = ", ".join(f"{k} <= {v:g}" for k, v in c.slo.items())
     rule = f"{c.attainment_target:.0%} of requests with {slo} (lower bound at {c.confidence:.0%} confidence)"
     if not c.found:
-        return f"no capacity: no probe met {rule}"
+        lowest = min((p.load for p in s.probes), default=None)
+        unit = "req/s" if c.mode == "rate" else "users"
+        below = f" down to {lowest:g} {unit}: below it" if c.ended_early == "floor" and lowest is not None else ""
+        return f"no capacity: no probe met {rule}{below}"
     load = f"{c.rate_req_s:g} req/s" if c.mode == "rate" else f"{c.concurrency} users"
     rate = c.mode == "rate"
     upper = c.upper_rate_req_s if rate else c.upper_concurrency

@@ -25,6 +25,9 @@ vLLM 0.32 sends them, or ``reasoning_field``), the rest as content, as a reasoni
 ``GET /arrivals`` gives each request's arrival (``perf_counter_ns`` when its handler began, per
 ``X-Request-Id``): a send time seen by the server, the same for any client.
 With ``block_size`` set, a ``vllm:cache_config_info`` gauge names it, as vLLM's does.
+With ``batch`` (a :class:`~seatrial.server.batching.BatchLaw`: ``--batch-slots``, ``--step-ms``,
+``--step-growth``, ``--prefill-steps``) it serves continuous batching instead of the fixed TTFT and ITL:
+one timer loop steps every running request (server.batching); faults and spans are not served then.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
+from seatrial.server.batching import BatchEngine, BatchLaw
 from seatrial.server.process import free_port
 
 FAULTS = ("none", "http500", "http429", "die", "stall", "malformed", "no_done", "short", "echo_auth",
@@ -69,6 +73,7 @@ class SyntheticConfig:
     reasoning_tokens: int = 0
     reasoning_field: str = "reasoning"
     block_size: int | None = None  # named in a vllm:cache_config_info gauge when set
+    batch: BatchLaw | None = None  # continuous batching (server.batching) instead of ttft_s / itl_s / slots
 
 
 @dataclass
@@ -82,6 +87,7 @@ class _State:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     slots: asyncio.Semaphore | None = None  # made on the server's loop, at its first request
     spans: list[dict[str, Any]] = field(default_factory=list)
+    engine: BatchEngine | None = None  # made on the server's loop, at its first request
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -166,6 +172,9 @@ async def _completions(request: web.Request) -> web.StreamResponse:
     n_out = int(body.get("max_tokens") or 16)
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await resp.prepare(request)
+    if cfg.batch is not None:
+        await _batched(st, resp, rid, prompt, n_out, chat, body.get("stream_options") or {})
+        return resp
     if st.slots is None:
         st.slots = asyncio.Semaphore(cfg.max_running)
     st.waiting += 1
@@ -294,6 +303,29 @@ def _echo(request: web.Request) -> str:
     return f"Incorrect API key provided: {auth.partition(' ')[2]} (Authorization: {auth})"
 
 
+async def _batched(
+    st: _State, resp: web.StreamResponse, rid: str, prompt: int, n: int, chat: bool, asked: dict[str, Any]
+) -> None:  # fmt: skip
+    """A request served by the continuous-batching engine: one chunk per token as its step ends."""
+    assert st.cfg.batch is not None
+    if st.engine is None:
+        st.engine = BatchEngine(st.cfg.batch)
+    engine = st.engine
+    tokens = engine.submit(n)
+    st.c_prompt.inc(prompt)
+    per_chunk, sent = bool(asked.get("continuous_usage_stats")), 0
+    while await tokens.get():
+        sent += 1
+        st.stamps[rid].append(time.perf_counter_ns())
+        st.c_gen.inc()
+        st.g_running.set(len(engine.running))
+        st.g_waiting.set(len(engine.waiting))
+        await resp.write(_chunk(rid, range(sent, sent + 1), prompt, chat, "length" if sent == n else None, per_chunk))
+    if asked.get("include_usage"):
+        await resp.write(b"data: " + orjson.dumps({"id": rid, "choices": [], "usage": _usage(prompt, sent)}) + b"\n\n")
+    await resp.write(b"data: [DONE]\n\n")
+
+
 async def _tokenize(request: web.Request) -> web.Response:
     body = await request.json()
     tokens = [_word_id(w) for w in str(body.get("prompt", "")).split()]
@@ -418,11 +450,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--kv-cache-tokens", type=int, default=None, help="state this KV capacity, as vLLM 0.32 does")
     ap.add_argument("--reasoning-tokens", type=int, default=0)
     ap.add_argument("--model", default="synthetic")
+    ap.add_argument("--batch-slots", type=int, default=None, help="continuous batching: requests run at once")
+    ap.add_argument("--step-ms", type=float, default=20.0, help="continuous batching: a step of one request")
+    ap.add_argument("--step-growth", type=float, default=0.0, help="continuous batching: a in t0 (1 + a (b - 1))")
+    ap.add_argument("--prefill-steps", type=int, default=1, help="continuous batching: steps to the first token")
     a = ap.parse_args(argv)
+    law = BatchLaw(a.batch_slots, a.step_ms / 1e3, a.step_growth, a.prefill_steps) if a.batch_slots else None
     cfg = SyntheticConfig(
         itl_s=a.itl_ms / 1e3, ttft_s=a.ttft_ms / 1e3, fault=a.fault, fault_every=a.fault_every,
         tokens_per_chunk=a.tokens_per_chunk, max_running=a.slots, otlp_endpoint=a.otlp_traces_endpoint,
-        kv_cache_tokens=a.kv_cache_tokens, reasoning_tokens=a.reasoning_tokens, model=a.model,
+        kv_cache_tokens=a.kv_cache_tokens, reasoning_tokens=a.reasoning_tokens, model=a.model, batch=law,
     )  # fmt: skip
     web.run_app(make_app(cfg), host="127.0.0.1", port=a.port, access_log=None, print=None)
 

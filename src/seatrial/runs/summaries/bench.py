@@ -46,7 +46,8 @@ class ServerView(SummaryModel):
 
 class DeliveryStats(SummaryModel):
     """How the offered load was delivered (seatrial.load.scheduler.Delivery); of an open loop, the rate
-    and the coefficient of variation of the gaps, of the schedule and of what was sent."""
+    and the coefficient of variation of the gaps, of the schedule and of what was sent, and what the sent
+    ones may differ by (load.validity: the sent rate's shortfall, the gaps' squared CV's change)."""
 
     mean_in_flight: float = 0.0
     dispatch_window_s: float = 0.0
@@ -54,6 +55,9 @@ class DeliveryStats(SummaryModel):
     achieved_rate: float | None = None
     scheduled_cv: float | None = None
     achieved_cv: float | None = None
+    rate_shortfall_allowed: float | None = None
+    cv2_law: float | None = None  # the named arrival process's gaps' squared CV (None: a ramp, a trace)
+    cv2_allowed: float | None = None  # the half-width of the band around it the sent gaps' must keep
     lag_ms_p99: float | None = None
 
 
@@ -61,7 +65,7 @@ class Lateness(SummaryModel):
     """Send lateness of an open-loop level (``sent_ms - scheduled_ms`` per request, load.validity.lateness):
     its p50, p99 and max; the part of it spent waiting for a free slot under ``--max-concurrency``
     (``cap_wait_ms``) and the rest (the client's own, ``client_ms_p99``); the threshold its p99 must keep,
-    max(10 ms, 5% of the schedule's median inter-arrival); how many requests passed it, and the ``cause``
+    max(10 ms, one mean inter-arrival of the schedule); how many requests passed it, and the ``cause``
     when the p99 did (``max-concurrency`` or ``client``)."""
 
     p50_ms: float
@@ -71,6 +75,7 @@ class Lateness(SummaryModel):
     cap_wait_ms_max: float = 0.0
     client_ms_p99: float = 0.0
     median_interarrival_ms: float | None = None
+    mean_interarrival_ms: float | None = None
     threshold_ms: float
     late_requests: int = 0
     cause: str | None = None
@@ -394,3 +399,4 @@ class BenchSummary(SummaryModel):
     plan_check: PlanCheck | None = None
     valid: bool = False
     interrupted: bool = False
+    notes: list[str] = Field(default_factory=list)  # the run's, said once (a client starved of CPU)

@@ -44,6 +44,8 @@ class Probe(SummaryModel):
     e2e_ms: Distribution
     output_tok_s: float | None
     achieved_rate_req_s: float | None
+    # of an INVALID probe in rate mode: the rate its client did send (its invalid runs' mean)
+    delivered_rate_req_s: float | None = None
     mean_in_flight: float | None
     missed_by: dict[str, int]  # failed, and each SLO bound: requests that broke it
     server: ProbeServer
@@ -69,6 +71,9 @@ class Capacity(SummaryModel):
     confidence: float
     found: bool
     stop_reason: str
+    # "floor": no probe met down to --min-rate / --min-concurrency (the capacity is below it); "budget":
+    # --time-budget was spent (the stop reason gives the bracket then); None: the search ran its course
+    ended_early: Literal["floor", "budget"] | None = None
 
 
 class Limit(SummaryModel):
