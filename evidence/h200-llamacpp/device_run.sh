@@ -10,7 +10,8 @@
 # builds again, incrementally where ninja's tree survived). Carry: .whl (pydantic, typer, rich & co.) and
 # .llamacpp-src (scripts/llamacpp_src.sh). Everything a call writes is packed into $OUT/<phase>.tgz.
 # Overrides for a dry run against a CPU llama-server: BIN, GGUF, IN, OLEN, CONC, REQ, PAR, CTX, NGL,
-# CAP_START, CAP_MAX, ACCEPT_SCALE (small: the profile's small: tree), PY, NO_WHEELS, BUDGET.
+# CAP_START, CAP_MAX, CAP_PROBES, XREQ, ACCEPT_SCALE (small: the profile's small: tree), PY, NO_WHEELS, BUDGET;
+# CUDA_FA=OFF builds without ggml's FlashAttention CUDA kernels (a shorter build; another server).
 set -uo pipefail
 PHASE=${1:?phase a or b}
 T0=$(date +%s); DEADLINE=$(( T0 + ${BUDGET:-560} ))
@@ -40,11 +41,11 @@ if [ -z "${BIN:-}" ]; then
       PYTHONPATH=$L/gguf-py:$PYTHONPATH timeout 240 $PY src/seatrial/server/llamagguf.py "$B/l1b.gguf.part" --shape llama-3.2-1b \
         --vocab "$L/models/ggml-vocab-llama-bpe.gguf" > "$R/gguf.txt" 2>&1 && mv "$B/l1b.gguf.part" "$B/l1b.gguf" &
     fi
-    ( cd "$L" && step 90 cmake -B build -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_SHARED_LIBS=OFF \
+    ( cd "$L" && step 90 cmake -B build -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_CUDA_FA=${CUDA_FA:-ON} -DBUILD_SHARED_LIBS=OFF \
         -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF \
         -DLLAMA_USE_PREBUILT_UI=OFF >"$R/cmake.log" 2>&1 && step 420 cmake --build build --target llama-server -j 16 >"$R/build.log" 2>&1 )
     rc=$?
-    echo "build rc $rc in $(( $(date +%s) - start )) s" | tee "$R/build_time.txt"
+    echo "build rc $rc in $(( $(date +%s) - start )) s (GGML_CUDA_FA=${CUDA_FA:-ON})" | tee "$R/build_time.txt"
     tail -c 4000 "$R/build.log" > "$R/build_tail.txt" 2>/dev/null; rm -f "$R/build.log"
     (( rc == 0 )) || exit 5
   else
