@@ -126,7 +126,9 @@ def test_a_total_in_the_last_chunk_is_no_count_of_its_tokens(total: int) -> None
         + b',"prompt_tokens":8,"total_tokens":11},"timings":{"cache_n":0,"prompt_n":8,"prompt_ms":1.5,'
         b'"predicted_n":3,"predicted_ms":2.0,"predicted_per_token_ms":0.67}}'
     )
-    lines = [b'data: {"choices":[{"text":" %d","index":0,"finish_reason":null}],"id":"c"}' % i for i in range(3)]
+    lines = [
+        b'data: {"choices":[{"text":" %d","index":0,"finish_reason":null}],"id":"c"}' % i for i in range(3)
+    ]
     for t, line in enumerate([*lines, last], start=1):
         chunk = parse_data_line(line)
         assert chunk is not None
