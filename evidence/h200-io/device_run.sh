@@ -42,3 +42,5 @@ PY
   echo "exit code $?"
   rm -rf "$IO_DIR"
 } 2>&1 | tee "$OUT/io.txt"
+# at most 8 files come back from a device call: the two run folders travel packed
+tar -czf "$OUT/io-runs.tgz" -C "$OUT" run-storage run-kvdisk && rm -rf "$OUT/run-storage" "$OUT/run-kvdisk"

@@ -1,51 +1,123 @@
 #!/usr/bin/env bash
-# Issue 39 on the H200: llama-server with CUDA (sm_90) from the carried stripped source, a Llama-3.2-1B-shaped
-# GGUF (random F16, the real tokenizer of models/ggml-vocab-llama-bpe.gguf), then seatrial hw, bench at
-# C=1,16,64 with GPU telemetry and the server join, accept, capacity, an experiment --parallel 16 vs 64, and the
-# client-vs-server timing check. Carry: .whl (pydantic & co, as evidence/h200-capacity) and .llamacpp-src
-# (scripts/llamacpp_src.sh). Each step bounded with timeout; everything into $OUT.
+# Issue 39 on a lent H100/H200: llama-server with CUDA (sm_90) from the carried stripped source, a Llama-3.2-1B-shaped
+# GGUF (random F16, the real tokenizer of models/ggml-vocab-llama-bpe.gguf), measured by seatrial. Two calls, each
+# under the 600 s a device call may run (the build alone takes about 4 minutes):
+#   bash evidence/h200-llamacpp/device_run.sh a   build, GGUF, hw inventory, bench at C=1,16,64 with GPU telemetry
+#                                                  and the server join, and the client-vs-server timing check
+#   bash evidence/h200-llamacpp/device_run.sh b   an experiment --parallel 16 vs 64, capacity, then accept
+#                                                  (evidence/h200-llamacpp/accept_profile.yaml) with what is left
+# The build and the GGUF stay in the ignored .llamacpp-build/ (a warm machine keeps them for call b; a fresh one
+# builds again, incrementally where ninja's tree survived). Carry: .whl (pydantic, typer, rich & co.) and
+# .llamacpp-src (scripts/llamacpp_src.sh). Everything a call writes is packed into $OUT/<phase>.tgz.
+# Overrides for a dry run against a CPU llama-server: BIN, GGUF, IN, OLEN, CONC, REQ, PAR, CTX, NGL,
+# CAP_START, CAP_MAX, CAP_PROBES, XREQ, ACCEPT_SCALE (small: the profile's small: tree), PY, NO_WHEELS, BUDGET;
+# CUDA_FA=OFF builds without ggml's FlashAttention CUDA kernels (a shorter build; another server).
 set -uo pipefail
+PHASE=${1:?phase a or b}
+T0=$(date +%s); DEADLINE=$(( T0 + ${BUDGET:-560} ))
 export COLUMNS=200 PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  || { echo "wheel install failed" | tee "$OUT/setup.txt"; exit 3; }
-export PYTHONPATH=/tmp/site:$PWD/src:$PWD
-ST="python3 -m seatrial.cli.app"
-L=/tmp/llama; mkdir -p $L && tar -xzf .llamacpp-src/llama.cpp-src.tar.gz -C $L
-start=$(date +%s)
-( cd $L && timeout 330 cmake -B build -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_SHARED_LIBS=OFF \
-    -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF \
-    -DLLAMA_USE_PREBUILT_UI=OFF >"$OUT/cmake.log" 2>&1 && timeout 330 cmake --build build --target llama-server -j 16 >"$OUT/build.log" 2>&1 ) \
-  || { echo "build failed"; tail -30 "$OUT/build.log"; exit 5; }
-echo "built in $(( $(date +%s) - start )) s" | tee "$OUT/build_time.txt"
-PYTHONPATH=$L/gguf-py:$PYTHONPATH timeout 120 python3 src/seatrial/server/llamagguf.py /tmp/l1b.gguf --shape llama-3.2-1b \
-  --vocab $L/models/ggml-vocab-llama-bpe.gguf > "$OUT/gguf.txt" 2>&1 || { cat "$OUT/gguf.txt"; exit 5; }
-$L/build/bin/llama-server --model /tmp/l1b.gguf --alias l1b -ngl 99 --parallel 64 -c 131072 --metrics --host 127.0.0.1 --port 8080 > "$OUT/server.log" 2>&1 &
-SRV=$!
-for i in $(seq 60); do curl -sf 127.0.0.1:8080/health >/dev/null && break; sleep 1; done
-U=http://127.0.0.1:8080
-timeout 60 $ST hw --trials inventory --json "$OUT/hw.json" > "$OUT/hw.txt" 2>&1
-timeout 150 $ST bench --url $U --input-len 1024 --output-len 128 --concurrency 1,16,64 --requests 128 --warmup 4 \
-  --gpu-telemetry --out "$OUT/bench" --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
-timeout 120 $ST accept --url $U --trials basic,saturation,prefix-cache --out "$OUT/accept" --json "$OUT/accept.json" > "$OUT/accept.txt" 2>&1
-timeout 90 $ST capacity --url $U --input-len 1024 --output-len 128 --slo ttft_ms:500 --mode concurrency --start 8 --max-rate 256 \
-  --json "$OUT/capacity.json" > "$OUT/capacity.txt" 2>&1
-kill $SRV; wait $SRV 2>/dev/null
-cat > /tmp/plan.yaml <<YAML
-serve: {command: [$L/build/bin/llama-server, --model, /tmp/l1b.gguf, --alias, l1b, -ngl, "99", -c, "131072", --metrics, --host, 127.0.0.1, --port, "{port}"], ready_timeout_s: 120}
+R=/tmp/res-$PHASE; rm -rf "$R"; mkdir -p "$R"
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+trap 'tar -czf "$OUT/$PHASE.tgz" -C /tmp "res-$PHASE"; for f in "$R"/*.txt; do echo "== $f"; tail -25 "$f"; done' EXIT
+# step WANT CMD...: CMD under timeout WANT, or what is left of the call's budget less 20 s
+step() { local want=$1; shift; local left=$(( DEADLINE - $(date +%s) - 20 )); (( left < want )) && want=$left
+  (( want < 5 )) && { echo "skipped (no time left): $*"; return 124; }; timeout -k 5 "$want" "$@"; }
+if [ -d .whl ] && [ -z "${NO_WHEELS:-}" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || { echo "wheel install failed" | tee "$R/setup.txt"; exit 3; }
+  export PYTHONPATH=/tmp/site:$PWD/src:$PWD
+else
+  export PYTHONPATH=$PWD/src:$PWD
+fi
+PY=${PY:-python3}; ST="$PY -m seatrial.cli.app"
+B=$PWD/.llamacpp-build; L=$B/src; mkdir -p "$B"
+{ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1; nproc; } > "$R/host.txt"
+if [ -z "${BIN:-}" ]; then
+  BIN=$L/build/bin/llama-server
+  if [ ! -x "$BIN" ]; then
+    [ -f "$L/CMakeLists.txt" ] || { mkdir -p "$L" && tar -xzf .llamacpp-src/llama.cpp-src.tar.gz -C "$L"; }
+    start=$(date +%s)
+    if [ -z "${GGUF:-}" ] && [ ! -s "$B/l1b.gguf" ]; then  # the GGUF (one core, about a minute) beside the build
+      PYTHONPATH=$L/gguf-py:$PYTHONPATH timeout 240 $PY src/seatrial/server/llamagguf.py "$B/l1b.gguf.part" --shape llama-3.2-1b \
+        --vocab "$L/models/ggml-vocab-llama-bpe.gguf" > "$R/gguf.txt" 2>&1 && mv "$B/l1b.gguf.part" "$B/l1b.gguf" &
+    fi
+    ( cd "$L" && step 90 cmake -B build -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_CUDA_FA=${CUDA_FA:-ON} -DBUILD_SHARED_LIBS=OFF \
+        -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF \
+        -DLLAMA_USE_PREBUILT_UI=OFF >"$R/cmake.log" 2>&1 && step 420 cmake --build build --target llama-server -j 16 >"$R/build.log" 2>&1 )
+    rc=$?
+    echo "build rc $rc in $(( $(date +%s) - start )) s (GGML_CUDA_FA=${CUDA_FA:-ON})" | tee "$R/build_time.txt"
+    tail -c 4000 "$R/build.log" > "$R/build_tail.txt" 2>/dev/null; rm -f "$R/build.log"
+    (( rc == 0 )) || exit 5
+  else
+    echo "llama-server already built (kept from an earlier call)" | tee "$R/build_time.txt"
+  fi
+fi
+wait
+if [ -z "${GGUF:-}" ]; then
+  GGUF=$B/l1b.gguf
+  if [ ! -s "$GGUF" ]; then
+    PYTHONPATH=$L/gguf-py:$PYTHONPATH step 180 $PY src/seatrial/server/llamagguf.py "$GGUF.part" --shape llama-3.2-1b \
+      --vocab "$L/models/ggml-vocab-llama-bpe.gguf" > "$R/gguf.txt" 2>&1 && mv "$GGUF.part" "$GGUF" || { cat "$R/gguf.txt"; exit 5; }
+  fi
+  ls -la "$GGUF" >> "$R/gguf.txt"
+fi
+IN=${IN:-1024} OLEN=${OLEN:-128} CONC=${CONC:-1,16,64} REQ=${REQ:-128} PAR=${PAR:-64} CTX=${CTX:-131072} NGL=${NGL:-99}
+PORT=${PORT:-8080}; U=http://127.0.0.1:$PORT
+SRV=
+serve() {  # serve LOGNAME: llama-server in the background, then wait for /health
+  "$BIN" --model "$GGUF" --alias l1b -ngl "$NGL" --parallel "$PAR" -c "$CTX" --metrics --host 127.0.0.1 --port "$PORT" \
+    > "$R/$1" 2>&1 &
+  SRV=$!
+  for _ in $(seq 120); do
+    $PY -c "import urllib.request,sys; urllib.request.urlopen('$U/health', timeout=2)" 2>/dev/null && return 0
+    kill -0 $SRV 2>/dev/null || break; sleep 1
+  done
+  echo "server did not come up"; tail -30 "$R/$1"; return 1
+}
+unserve() { [ -n "$SRV" ] && kill $SRV 2>/dev/null && wait $SRV 2>/dev/null; SRV=; }
+if [ "$PHASE" = a ]; then
+  step 60 $ST hw --trials inventory --json "$R/hw.json" > "$R/hw.txt" 2>&1; echo "hw exit $?" >> "$R/hw.txt"
+  serve server_a.log || exit 6
+  step 240 $ST bench --url $U --input-len $IN --output-len $OLEN --concurrency $CONC --requests $REQ --warmup 4 \
+    --gpu-telemetry --out "$R/bench" --json "$R/bench.json" > "$R/bench.txt" 2>&1; echo "bench exit $?" >> "$R/bench.txt"
+  unserve
+  tail -60 "$R/server_a.log" > "$R/server_a_tail.txt"
+  $PY - "$R/bench/requests.jsonl" > "$R/timing_check.txt" 2>&1 <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+rows = [r for r in rows if r.get("phase", "measure") == "measure"]
+print("keys of a row:", sorted(rows[0]) if rows else None)
+def med(x): return round(statistics.median(x), 3) if x else None
+for c in sorted({r.get("concurrency") for r in rows}, key=lambda v: (v is None, v)):
+    at = [r for r in rows if r.get("concurrency") == c]
+    ok = [r for r in at if r.get("error") is None]
+    st = [r for r in ok if r.get("server_timing")]
+    ttft = [r["ttft_ms"] / r["server_timing"]["ttft_ms"] for r in st if r.get("ttft_ms") and r["server_timing"].get("ttft_ms")]
+    tpot = [r["tpot_ms"] / r["server_timing"]["tpot_ms"] for r in st if r.get("tpot_ms") and r["server_timing"].get("tpot_ms")]
+    print(f"C={c} rows={len(at)} ok={len(ok)} with server_timing={len(st)} median client/server TTFT {med(ttft)} TPOT {med(tpot)}")
+PY
+elif [ "$PHASE" = b ]; then
+  cat > "$R/plan.yaml" <<YAML
+serve: {command: [$BIN, --model, $GGUF, --alias, l1b, -ngl, "$NGL", -c, "$CTX", --metrics, --host, 127.0.0.1, --port, "{port}"], ready_timeout_s: 120, stop_grace_s: 20}
 baseline: {name: par-16, args: [--parallel, "16"]}
 treatments: [{name: par-64, args: [--parallel, "64"]}]
-workload: {model: l1b, input_len: 1024, output_len: 128, ignore_eos: true, concurrency: [64], requests: 128, warmup: 4}
+workload: {model: l1b, input_len: $IN, output_len: $OLEN, ignore_eos: true, concurrency: [64], requests: ${XREQ:-64}, warmup: 2}
 starts: 2
 decide: {profiles: {batch: {concurrency: 64, metric: output_tok_s, min_gain_pct: 5}}}
 YAML
-timeout 150 $ST experiment /tmp/plan.yaml --out "$OUT/experiment" --json "$OUT/experiment.json" > "$OUT/experiment.txt" 2>&1
-python3 - "$OUT/bench/requests.jsonl" > "$OUT/timing_check.txt" 2>&1 <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if '"measure"' in l]
-for c in sorted({r["concurrency"] for r in rows}):
-    st = [r for r in rows if r["concurrency"] == c and r["error"] is None and r.get("server_timing")]
-    ttft = [r["ttft_ms"] / r["server_timing"]["ttft_ms"] for r in st if r["server_timing"].get("ttft_ms")]
-    tpot = [r["tpot_ms"] / r["server_timing"]["tpot_ms"] for r in st if r.get("tpot_ms") and r["server_timing"].get("tpot_ms")]
-    print(f"C={c} n={len(st)} median client/server TTFT {statistics.median(ttft) if ttft else None} TPOT {statistics.median(tpot) if tpot else None}")
-PY
-cat "$OUT/timing_check.txt"
+  step 150 $ST experiment "$R/plan.yaml" --out "$R/experiment" --json "$R/experiment.json" > "$R/experiment.txt" 2>&1
+  echo "experiment exit $?" >> "$R/experiment.txt"
+  serve server_b.log || exit 6
+  step 170 $ST capacity --url $U --input-len $IN --output-len $OLEN --slo ttft_ms:500 --mode concurrency --start ${CAP_START:-8} \
+    --max-rate ${CAP_MAX:-64} --max-probes ${CAP_PROBES:-4} --precision 0.2 --out "$R/capacity" --json "$R/capacity.json" \
+    > "$R/capacity.txt" 2>&1; echo "capacity exit $?" >> "$R/capacity.txt"
+  if (( DEADLINE - $(date +%s) > 60 )); then
+    step 120 $ST accept --url $U --profile evidence/h200-llamacpp/accept_profile.yaml \
+      --trials ${ACCEPT_TRIALS:-basic,prefix-cache,saturation} ${ACCEPT_SCALE:+--scale $ACCEPT_SCALE} \
+      --out "$R/accept" --json "$R/accept.json" > "$R/accept.txt" 2>&1; echo "accept exit $?" >> "$R/accept.txt"
+  else
+    echo "accept skipped: too little of the call left" | tee "$R/accept.txt"
+  fi
+  unserve; tail -60 "$R/server_b.log" > "$R/server_b_tail.txt"
+fi
+echo "phase $PHASE done in $(( $(date +%s) - T0 )) s" | tee "$R/phase.txt"

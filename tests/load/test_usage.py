@@ -107,3 +107,32 @@ def test_an_empty_finish_chunk_counts_only_when_the_servers_total_says_so() -> N
         timing.on_chunk(chunk, t * 1_000_000)
     timing.finish(4_000_000)
     assert rec.output_tokens == 2 and rec.itl_ms == [1.0] and rec.last_token_ms == 2.0
+
+
+@pytest.mark.parametrize("total", [3, 4])
+def test_a_total_in_the_last_chunk_is_no_count_of_its_tokens(total: int) -> None:
+    """Issue 39: llama-server sends no usage until its last chunk, where the total sits beside the
+    finish_reason and the timings. That total is not the last chunk's tokens (it made ITL p50 0.0 ms: the
+    whole output again, spread over no time); where it exceeds the chunks seen by one, the empty finish
+    chunk carried a token that decoded to nothing."""
+    from seatrial.load.client import _Timing
+    from seatrial.load.sse import parse_data_line
+
+    rec = RequestRecord("z", "measure", 1)
+    timing = _Timing(rec, 0)
+    last = (
+        b'data: {"choices":[{"text":"","index":0,"finish_reason":"length"}],"id":"c","usage":{"completion_tokens":'
+        + str(total).encode()
+        + b',"prompt_tokens":8,"total_tokens":11},"timings":{"cache_n":0,"prompt_n":8,"prompt_ms":1.5,'
+        b'"predicted_n":3,"predicted_ms":2.0,"predicted_per_token_ms":0.67}}'
+    )
+    lines = [
+        b'data: {"choices":[{"text":" %d","index":0,"finish_reason":null}],"id":"c"}' % i for i in range(3)
+    ]
+    for t, line in enumerate([*lines, last], start=1):
+        chunk = parse_data_line(line)
+        assert chunk is not None
+        timing.on_chunk(chunk, t * 1_000_000)
+    timing.finish(5_000_000)
+    assert not rec.usage_per_chunk and rec.output_tokens == total and rec.server_timing is not None
+    assert rec.itl_ms == [1.0] * (total - 1) and rec.chunks == total and rec.last_token_ms == float(total)

@@ -118,7 +118,7 @@ class _Timing:
                 chunk.has_choice
                 and not chunk.text
                 and chunk.finish_reason
-                and chunk.completion_tokens is None
+                and (chunk.completion_tokens is None or not self.rec.usage_per_chunk)
             ):
                 self.finish_only_ns, self.finish_only_reasoning = now, chunk.only_reasoning
                 self.finish_only_chat = chunk.is_chat
@@ -157,13 +157,17 @@ class _Timing:
                 raise MalformedStream(
                     f"usage says {chunk.completion_tokens} completion tokens, more than the {self.asked} asked"
                 )
+            # The first usage of a stream whose token chunks had none is the total, not this chunk's count:
+            # llama-server puts its usage (and timings) beside the finish_reason of the last chunk.
+            total = self.usage_tokens is None and self.tokens_seen > 0
             prev = self.usage_tokens or 0
             self.usage_tokens = chunk.completion_tokens
             # A usage-only chunk (no choices) repeats the total: it carries no new token.
             if not chunk.has_choice:
                 return 0
-            self.rec.usage_per_chunk = True
-            return chunk.completion_tokens - prev
+            if not total:
+                self.rec.usage_per_chunk = True
+                return chunk.completion_tokens - prev
         # No usage per chunk: a chunk carries one token when it carries text, or when it is a completions
         # chunk whose token decoded to nothing yet (a partial UTF-8 byte: vLLM sends one chunk per token).
         # An empty chunk that carries only a finish_reason (a trailing finish chunk) carries none, unless
