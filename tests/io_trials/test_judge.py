@@ -10,10 +10,11 @@ import pytest
 
 from seatrial.errors import ConfigError
 from seatrial.fleet.nodes import Ssh
-from seatrial.io import IoConfig, parse_expect, parse_node
 from seatrial.io.judge import Limit, judge
 from seatrial.io.kvchunk import chunk_from_config
+from seatrial.io.models import IoConfig, parse_expect
 from seatrial.io.net import pairs_of
+from seatrial.io.nodes import parse_node
 from seatrial.io.runner import scratch_parent
 from seatrial.verdict import Verdict
 

@@ -116,6 +116,16 @@ def test_environment_names_that_look_secret(name: str) -> None:
     }
 
 
+def test_the_working_folder_is_no_password(tmp_path: Path) -> None:
+    # PWD is also a password's abbreviation (DB_PWD): the shell's working folder held as a secret redacted
+    # every path under it in run.json, and a resumed experiment then found its own python "gone".
+    from seatrial.runs.redact import redact_text, remember_env, secret_env_name
+
+    assert secret_env_name("DB_PWD") and not secret_env_name("PWD") and not secret_env_name("OLDPWD")
+    remember_env({"PWD": str(tmp_path), "OLDPWD": str(tmp_path.parent)})
+    assert redact_text(f"{tmp_path}/.venv/bin/python") == f"{tmp_path}/.venv/bin/python"
+
+
 def _sha(text: str) -> str:
     import hashlib
 

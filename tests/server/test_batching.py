@@ -72,6 +72,7 @@ def _get_json(url: str) -> dict:  # type: ignore[type-arg]
         return json.loads(r.read())
 
 
+@pytest.mark.quiet  # a parallel worker's load delays the server's steps by more than half of one
 def test_the_server_serves_the_law_within_half_a_step() -> None:
     """Five requests at once to 2 slots (t0 100 ms, a 0.5, 2 prefill steps, 4 tokens): each one's first and
     last token, as the server stamped them, within half a step (50 ms: a loaded 2-core host's event loop
@@ -89,8 +90,10 @@ def test_the_server_serves_the_law_within_half_a_step() -> None:
     ids = sorted(arrivals, key=arrivals.get)
     t0 = arrivals[ids[0]]
     sim = simulate(np.array([(arrivals[r] - t0) / 1e9 for r in ids]), 4, law)
+    # on the first request's first token: a first step that a busy host started late moves every later one
+    shift = (stamps[ids[0]][0] - t0) / 1e9 - sim.first_s[0]
     for j, r in enumerate(ids):
-        got = [(x - t0) / 1e9 for x in stamps[r]]
+        got = [(x - t0) / 1e9 - shift for x in stamps[r]]
         assert len(got) == 4
         assert got[0] == pytest.approx(sim.first_s[j], abs=law.t0_s / 2), (r, got, sim.first_s)
         assert got[-1] == pytest.approx(sim.last_s[j], abs=law.t0_s / 2), (r, got, sim.last_s)

@@ -76,8 +76,10 @@ def register(app: typer.Typer) -> None:
         from seatrial.cli.progress import verdict_sheet
         from seatrial.errors import config_errors
         from seatrial.fleet.nodes import Ssh
-        from seatrial.io import IoConfig, parse_expect, parse_node, run_io, summary_json
         from seatrial.io.kvchunk import chunk_from_config
+        from seatrial.io.models import IoConfig, parse_expect
+        from seatrial.io.nodes import parse_node
+        from seatrial.io.runner import run_io, summary_json
         from seatrial.runs import counts_line
         from seatrial.runs.iotable import io_table
         from seatrial.runs.verdicts import judge_run

@@ -48,6 +48,8 @@ ENV_SECRET_WORDS = frozenset(("KEY", "KEYS", "TOKEN", "SECRET", "SECRETS", "PASS
 #: ... or that contain one of these (``ACCESSKEY``, ``AUTHTOKEN``, ``DBPASSWORD``)
 ENV_SECRET_PARTS = ("SECRET", "PASSW", "PASSPHRASE", "APIKEY", "ACCESSKEY", "PRIVKEY", "PRIVATE", "CREDENTIAL",
                     "COOKIE", "AUTHTOKEN")  # fmt: skip
+#: the shell's working folders: a path, although ``PWD`` is also a password's abbreviation (``DB_PWD``)
+NOT_SECRET_ENV = frozenset(("PWD", "OLDPWD"))
 _SECRET_SHAPES = (
     re.compile(r"\b(Bearer|Basic|Token)\s+\S{8,}", re.IGNORECASE),
     re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^/@\s]+@"),  # URL userinfo
@@ -69,6 +71,8 @@ def secret_name(name: str) -> bool:
 def secret_env_name(name: str) -> bool:
     """An environment variable named like a secret: ``NCCL_SOCKET_PSK``, ``VLLM_AUTH``, ``TORCH_PRIVATE_KEY_PEM``,
     ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY`` (but not ``TOKENIZERS_PARALLELISM`` or ``NCCL_IB_HCA``)."""
+    if name in NOT_SECRET_ENV:
+        return False
     words = [w.rstrip("0123456789") for w in re.split(r"[^A-Za-z0-9]+", name.upper()) if w]
     return secret_name(name) or any(
         w in ENV_SECRET_WORDS or any(p in w for p in ENV_SECRET_PARTS) for w in words
