@@ -112,7 +112,8 @@ def test_capacity_finds_a_bound(llama: LocalEngine, tmp_path: Path) -> None:
 
 def experiment_plan(gguf: Path) -> dict[str, Any]:
     spec = LlamaSpec(model=gguf, parallel=1)
-    argv = [a for a in spec.serve_command() if a not in ("--parallel", "1")]
+    argv = spec.serve_command()
+    del argv[argv.index("--parallel") : argv.index("--parallel") + 2]  # each setting names its own
     return {
         "serve": {"command": argv, "ready_timeout_s": 120, "nice": SERVE_NICE},
         "baseline": {"name": "parallel-1", "args": ["--parallel", "1"]},
