@@ -57,6 +57,14 @@ def test_shared_prefix_repeats_k_prefixes(server: ThreadedServer) -> None:
     assert len(prefixes) == 2 and {s.kind for s in specs} == {"prefix0", "prefix1"}
 
 
+def test_shared_prefixes_and_their_questions_are_all_different(server: ThreadedServer) -> None:
+    # 32 prefixes cut at random starts of a ~110-token pool coincide in ~99% of runs; distinct starts never
+    specs = specs_for(server.url, 64, name="shared-prefix", num_prefixes=32, prefix_len=20, input_len=5)
+    prompts = [str(s.prompt).split() for s in specs]
+    assert len({" ".join(p[:20]) for p in prompts}) == 32
+    assert len({" ".join(p[20:]) for p in prompts}) == 64
+
+
 def test_mixed_share_of_long_requests(server: ThreadedServer) -> None:
     specs = specs_for(
         server.url, 10, name="mixed", long_share=0.3, long_input_len=40, input_len=4, output_len=7

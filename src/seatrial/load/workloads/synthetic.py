@@ -136,13 +136,13 @@ def unique_code_specs(count: int, output_len: int, eos: bool, nonce: str = "") -
 async def shared_prefix_specs(
     cfg: WorkloadConfig, tok: TokenCounter, count: int, rng: random.Random
 ) -> list[RequestSpec]:
-    pool = await token_pool(tok, rng, cfg.prefix_len * 2 + cfg.input_len * 2 + 64)
-    prefixes = [
-        await exact_text(tok, pool, rng.randrange(len(pool)), cfg.prefix_len) for _ in range(cfg.num_prefixes)
-    ]
+    n = cfg.num_prefixes
+    pool = await token_pool(tok, rng, cfg.prefix_len * 2 + cfg.input_len * 2 + 64 + n + count)
+    starts = distinct_starts(rng, len(pool), n + count)  # no two prefixes (nor two questions) the same
+    prefixes = [await exact_text(tok, pool, start, cfg.prefix_len) for start in starts[:n]]
     specs = []
-    for i in range(count):
-        question = await exact_text(tok, pool, rng.randrange(len(pool)), cfg.input_len)
+    for i, start in enumerate(starts[n:]):
+        question = await exact_text(tok, pool, start, cfg.input_len)
         text = prefixes[i % cfg.num_prefixes] + "\n" + question
         specs.append(
             RequestSpec(
