@@ -68,8 +68,9 @@ def validation_message(exc: Exception, where: str = "", label: Callable[[str], s
     errors = exc.errors() if hasattr(exc, "errors") else []
     parts = []
     for err in errors:
-        loc = ".".join(str(p) for p in err["loc"]) or "value"
-        parts.append(f"{label(loc) if label else loc}: {str(err['msg']).removeprefix('Value error, ')}")
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        parts.append(f"{label(loc) if label else loc}: {msg}" if loc else msg)  # a rule over several fields: its message
     msgs = "; ".join(parts) or str(exc)
     return f"{where}: {msgs}" if where else msgs
 

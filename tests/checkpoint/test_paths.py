@@ -84,3 +84,27 @@ def test_empty_directory_and_non_directory(tmp_path: Path) -> None:
         audit(tmp_path)
     with pytest.raises(CheckpointError, match="is not a directory"):
         audit(tmp_path / "nope")
+
+
+@pytest.mark.parametrize("command", ["audit", "plan"])
+@pytest.mark.parametrize("kind", ["fifo", "loop"])
+def test_a_fifo_or_a_symlink_loop_is_no_shard(tmp_path: Path, command: str, kind: str) -> None:
+    """Issue 42 item 14: a FIFO named model.safetensors made audit wait forever on its open."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "ck"
+    root.mkdir()
+    (root / "config.json").write_bytes(orjson.dumps({"model_type": "llama", "num_hidden_layers": 2}))
+    shard = root / "model.safetensors"
+    if kind == "fifo":
+        os.mkfifo(shard)
+    else:
+        os.symlink("other.safetensors", shard)
+        os.symlink("model.safetensors", root / "other.safetensors")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    done = subprocess.run([sys.executable, "-m", "seatrial.cli.app", command, str(root)], capture_output=True,
+                          text=True, env=env, timeout=120)  # fmt: skip
+    assert done.returncode == CheckpointError.exit_code, done.stderr
+    needle = "is not a regular file (a FIFO" if kind == "fifo" else "is a symlink loop"
+    assert needle in done.stderr and "Traceback" not in done.stderr

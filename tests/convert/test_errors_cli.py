@@ -118,8 +118,8 @@ def test_cli_maps_errors_to_a_message_and_exit_code(tmp_path: Path) -> None:
         str(tmp_path / "d"),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
-    assert proc.returncode == CheckpointError.exit_code
-    assert "source checkpoint directory does not exist" in proc.stderr
+    assert proc.returncode == ConfigError.exit_code  # a path that is not there is bad input, as for audit
+    assert "does not exist" in proc.stderr and "missing" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -132,3 +132,26 @@ def test_cli_embedding_flag_without_pattern_is_a_clear_error(replica: Path, tmp_
     ok = CliRunner().invoke(app, [*args[:4], "default", "--lm-head-bf16", "--json", str(tmp_path / "o.json")])
     assert ok.exit_code == 0, ok.output
     assert json.loads((tmp_path / "o.json").read_text())["tables"][0]["shard_tensors"] == 8
+
+
+@pytest.mark.parametrize(
+    ("extra", "error", "needle"),
+    [
+        (["--set-config", "noequals"], ConfigError, "'noequals' is not KEY=VALUE"),
+        (["--set-config", "no_such.parent=1"], ConfigError, "'no_such.parent' does not exist in config.json"),
+        (["--scale-name", " "], ConfigError, "--scale-name: the scale tensor needs a name"),
+        (["--broken-config"], CheckpointError, "config.json: is not valid JSON"),
+    ],
+)
+def test_every_option_and_the_config_are_checked_before_dst_is_written(
+    replica: Path, tmp_path: Path, extra: list[str], error: type, needle: str
+) -> None:
+    """Issue 42 item 8: a bad edit was refused only after DST was written, and that half DST then blocked
+    both a re-run and --resume."""
+    if extra == ["--broken-config"]:
+        (replica / "config.json").write_text("{not json")
+        extra = []
+    dst = tmp_path / "dst"
+    result = CliRunner().invoke(app, ["convert", str(replica), str(dst), *extra])
+    assert isinstance(result.exception, error) and needle in str(result.exception), result.output
+    assert not dst.exists()

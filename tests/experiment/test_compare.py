@@ -180,3 +180,39 @@ def test_a_slower_candidate_with_starts_on_both_sides_is_regressed() -> None:
     assert {x["metric"]: x["verdict"] for x in back["metrics"]}["tpot_ms.p50"] == "IMPROVED"
     (same,) = compare_levels(fast, synthetic_run("fast2", 4.0, seed=3), "random 8/12", 5.0)
     assert {x["metric"]: x["verdict"] for x in same["metrics"]}["tpot_ms.p50"] == "NO_EFFECT"
+
+
+@pytest.mark.parametrize(
+    ("summary", "needle"),
+    [
+        (b"", "summary.json: is not a seatrial JSON file"),
+        (bytes(range(256)), "summary.json: is not a seatrial JSON file"),
+        (b"[1, 2]", "summary.json: holds a JSON list, not a seatrial summary object"),
+        (b'{"levels": 5}', "summary.json: not the bench summary seatrial writes: levels: Input should be a valid list"),
+    ],
+)
+def test_a_broken_summary_is_named_by_report_and_compare(
+    runs: dict[str, Path], tmp_path: Path, summary: bytes, needle: str
+) -> None:
+    """Issue 42 item 14: a truncated, binary or wrongly typed summary.json was an internal error (exit 70)
+    or an empty report."""
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(runs["fast"], broken)
+    (broken / "summary.json").write_bytes(summary)
+    for args in (["report", str(broken)], ["compare", str(runs["fast"]), str(broken)]):
+        result = invoke(args)
+        assert result.code == 2 and needle in result.output, (args, result.output)
+
+
+def test_a_run_stopped_before_its_first_level_has_nothing_to_compare(runs: dict[str, Path], tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    stopped = tmp_path / "stopped"
+    shutil.copytree(runs["fast"], stopped)
+    summary = json.loads((stopped / "summary.json").read_text())
+    (stopped / "summary.json").write_text(json.dumps({**summary, "levels": []}))
+    result = invoke(["compare", str(stopped), str(runs["fast"])])
+    assert result.code == 2 and "stopped measured no workload" in result.output, result.output

@@ -6,6 +6,7 @@ the shared blocks allow at an engine's block size."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,6 +110,15 @@ def test_jsonl_lengths_messages_and_sessions(tmp_path: Path) -> None:
         ('{"timestamp_ms": -1, "input_length": 1, "output_length": 1}\n', "jsonl", "number >= 0"),
         ("when,ContextTokens\n1,2\n", "azure", "needs the columns TIMESTAMP, ContextTokens, GeneratedTokens"),
         ("TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,1,1\n", "azure", ":2: TIMESTAMP 'yesterday'"),
+        # issue 42 item 12: infinities, lengths no model takes, prompts that are not text or messages
+        ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,inf,4\n", "azure", ":2: 'ContextTokens' must be a finite"),
+        ("Timestamp,Request tokens,Response tokens\n0,8,4\ninf,8,4\n", "burstgpt", ":3: 'Timestamp' must be a finite"),
+        ("Timestamp,Request tokens,Response tokens\n0,8,1e12\n", "burstgpt", ":2: 'Response tokens' must be 0 to 10,000,000"),
+        ('{"timestamp_ms": 0, "input_length": 1000000000000, "output_length": 1}\n', "jsonl", "'input_length' must be 1 to 10,000,000"),
+        ('{"timestamp_ms": 0, "input_length": 8, "output_length": Infinity}\n', "jsonl", "not JSON"),
+        ('{"timestamp_ms": 0, "prompt": [1, 2, 3], "output_length": 4}\n', "jsonl", ":1: 'prompt' must be text, got list"),
+        ('{"timestamp_ms": 0, "messages": [1, null]}\n', "jsonl", ":1: 'messages' must be a list of chat messages"),
+        ('{"timestamp_ms": 0, "messages": "hi"}\n', "jsonl", ":1: 'messages' must be a list of chat messages"),
     ],
 )
 def test_a_bad_trace_is_refused_with_its_line(tmp_path: Path, text: str, fmt: str, message: str) -> None:
@@ -116,6 +126,18 @@ def test_a_bad_trace_is_refused_with_its_line(tmp_path: Path, text: str, fmt: st
     path.write_text(text)
     with pytest.raises(ConfigError, match=message.replace("?", r"\?")):
         read_trace(path, fmt)
+
+
+@pytest.mark.parametrize(("last_ms", "days"), [(1e308, "1.16e+300"), (2.52e14, "2.92e+06"), (32 * 86_400_000, "32")])
+def test_a_replay_longer_than_a_month_is_refused_before_any_request(tmp_path: Path, last_ms: float, days: str) -> None:
+    path = tmp_path / "t.jsonl"
+    rows = [{"timestamp_ms": t, "input_length": 8, "output_length": 4} for t in (0, last_ms)]
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    cfg = WorkloadConfig(name="trace", trace=path, trace_format="jsonl")
+    with pytest.raises(ConfigError, match=re.escape(f"would take {days} days at --speedup 1 (more than 31 days)")):
+        measured_requests(cfg, 1)
+    if last_ms == 32 * 86_400_000:  # 16 days at twice the speed: replayed
+        assert measured_requests(cfg.model_copy(update={"speedup": 2.0}), 1) == 2
 
 
 def test_a_start_past_the_end_and_a_missing_file_are_refused(tmp_path: Path) -> None:

@@ -138,4 +138,4 @@ def test_experiment_over_fresh_starts_never_rejects_four_slots(gguf: Path, tmp_p
     decision = next(d for d in summary["decisions"] if d["profile"] == "batch")
     assert decision["verdict"] in ("ADOPT", "INCONCLUSIVE"), (r.output, decision)
     per = {s["name"]: s["levels"][0]["stats"]["output_tok_s"]["per_start"] for s in summary["settings"]}
-    assert len(per["parallel-1"]) == len(per["parallel-4"]) == 2 and all(v > 0 for v in per["parallel-4"])
+    assert len(per["parallel-1"]) == len(per["parallel-4"]) == 2 and all(v > 0 for v in per["parallel-4"]), starts

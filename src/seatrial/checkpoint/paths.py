@@ -3,6 +3,7 @@ for every reader (audit, plan, convert, sync) and, for names written, for every 
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path, PurePosixPath
 
 from seatrial.errors import CheckpointError
@@ -43,12 +44,26 @@ def resolve_inside(root: Path, name: str, *, referrer: Path | None = None) -> Pa
     where = referrer if referrer is not None else root / str(name)
     pure = _checked_name(name, where)
     candidate = root / pure
-    real = candidate.resolve()
+    try:
+        real = candidate.resolve()
+    except (OSError, RuntimeError):  # ELOOP (3.13) or "Symlink loop" (3.11)
+        raise CheckpointError(candidate, "is a symlink loop") from None
     if not any(real == r or r in real.parents for r in allowed_roots(root)):
         raise CheckpointError(candidate, f"is a symlink out of the checkpoint directory (-> {real})")
     if real in allowed_roots(root):
         raise CheckpointError(where, f"names the checkpoint directory itself, not a file: {name!r}")
+    _not_special(candidate, real)
     return real
+
+
+def _not_special(candidate: Path, real: Path) -> None:
+    """A FIFO, device or socket is no checkpoint file: reading one blocks or never ends."""
+    try:
+        mode = real.stat().st_mode
+    except OSError:
+        return  # absent: the caller says what it expected
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+        raise CheckpointError(candidate, "is not a regular file (a FIFO, device or socket)")
 
 
 def output_path(root: Path, name: str) -> Path:

@@ -44,6 +44,8 @@ def accept(
     1 on a failed verdict, 8 when nothing could be measured."""
     if scale not in ("small", "full"):
         raise ConfigError(f"--scale must be small or full, got {scale!r}")
+    if trials is not None and not parse_name_list(trials):
+        raise ConfigError("--trials names no trial; leave it out to run the profile's")
     from seatrial.load.config import ObserveConfig
     from seatrial.load.settings import BenchSettings, ClientSettings
     from seatrial.trials import run_accept
@@ -55,6 +57,7 @@ def accept(
                 url,
                 model=chosen.model,
                 tokenizer=chosen.tokenizer,
+                api_key_env=chosen.api_key_env,
                 profile=profile,
                 trials=parse_name_list(trials) or None,
                 scale="small" if scale == "small" else "full",
@@ -96,7 +99,7 @@ def show(summary: dict[str, Any], out_dir: Path | None) -> PlanCheck | None:
 
 
 #: accept's options that are bench's too, from the one settings model
-OPTIONS = ["model", "tokenizer", "seed", "workers", "ray", "clients", "otlp_listen", "otlp_flush_s", "gpu_telemetry",
+OPTIONS = ["model", "tokenizer", "api_key_env", "seed", "workers", "ray", "clients", "otlp_listen", "otlp_flush_s", "gpu_telemetry",
            "plan"]  # fmt: skip
 
 

@@ -25,8 +25,11 @@ def build_app(commands: tuple[str, ...] = COMMANDS) -> typer.Typer:
     """The ``seatrial`` Typer app with ``commands`` registered."""
     import typer
 
+    from seatrial.cli.group import SeatrialGroup
+
     app = typer.Typer(
         name="seatrial",
+        cls=SeatrialGroup,
         help="Sea trials for LLM deployments: audit, plan, convert, guard, sync, doctor, hw, io, bench, accept, "
         "capacity, experiment, compare, report, demo.",
         no_args_is_help=True,

@@ -19,7 +19,9 @@ _STYLE = {"info": "dim", "warning": "yellow", "error": "bold red"}
 def register(app: typer.Typer) -> None:
     @app.command("audit")
     def audit_command(
-        directory: Path = typer.Argument(..., help="Checkpoint directory (safetensors + config.json)."),
+        directory: Path = typer.Argument(
+            ..., exists=True, help="Checkpoint directory (safetensors + config.json)."
+        ),
         json_path: Path | None = typer.Option(
             None, "--json", parser=json_target, help="Write the report as JSON ('-' for stdout)."
         ),

@@ -68,9 +68,11 @@ def run_bench_cli(cfg: BenchConfig, out_dir: Path | None) -> BenchSummary:
     import asyncio
 
     from seatrial.load.bench import run_bench
+    from seatrial.load.workloads import measured_requests
     from seatrial.report.html import write_report
     from seatrial.runs.folder import RunFolder
 
+    measured_requests(cfg.workload, cfg.load.requests)  # a trace read (and refused) before the folder is made
     folder = RunFolder(out_dir, "bench", cfg.model_dump(mode="json")) if out_dir else None
     try:
         with LiveProgress() as progress:

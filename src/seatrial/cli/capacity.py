@@ -86,14 +86,26 @@ def _exit(summary: Any) -> None:
         console.print(f"[yellow]search stopped:[/] {escape(cap.stop_reason)}")
         raise typer.Exit(NOT_FOUND_EXIT)
     if not cap.found:
-        lowest = min((p.load for p in summary.probes), default=None)
-        console.print(f"[red]no capacity:[/] even the lowest probe ({lowest:g}) does not meet the SLO ({cap.stop_reason})")
+        console.print(f"[red]no capacity:[/] {escape(_why_none(summary.probes))} ({escape(cap.stop_reason)})")
         raise typer.Exit(NOT_FOUND_EXIT)
     if any(p.verdict == "INVALID" for p in summary.probes):
         console.print(f"[yellow]search stopped:[/] {escape(cap.stop_reason)}")
         raise typer.Exit(NOT_FOUND_EXIT)
     if summary.plan_check is not None and summary.plan_check.verdict == "FAIL":
         raise typer.Exit(NOT_FOUND_EXIT)
+
+
+def _why_none(probes: list[Any]) -> str:
+    """Why no load met the SLO: one that missed it, or probes whose intervals straddled it."""
+    lowest = min(probes, key=lambda p: p.load)
+    if lowest.verdict == "MISSES":
+        return f"even the lowest probe ({lowest.load:g}) does not meet the SLO"
+    if lowest.verdict == "INCONCLUSIVE":
+        return (
+            f"the lowest probe ({lowest.load:g}) was INCONCLUSIVE: its interval straddles the SLO's attainment, "
+            "so whether it meets the SLO is not known (more requests per probe: --max-probe-requests)"
+        )
+    return f"the lowest probe ({lowest.load:g}) was {lowest.verdict}"
 
 
 def register(app: typer.Typer) -> None:

@@ -27,6 +27,12 @@ class LazyConsole:
         self._kwargs = kwargs
         self._console: Console | None = None
 
+    def to_stderr(self, stderr: bool) -> None:
+        """Print to stderr (True) or stdout (False) from now on."""
+        if self._kwargs.get("stderr", False) != stderr:
+            self._kwargs["stderr"] = stderr
+            self._console = None
+
     def get(self) -> Console:
         if self._console is None:
             from rich.console import Console
@@ -98,6 +104,7 @@ def json_target(text: str) -> Path:
     """``--json``'s parser: ``-`` (stdout) or a file seatrial may write (``jsonio.check_output_file``),
     checked as the command line is read, before any work: a whole run is never lost to a bad path."""
     if text == "-":
+        out.to_stderr(True)  # stdout holds the JSON alone
         return Path(text)
     from seatrial.jsonio import check_output_file
 
@@ -182,9 +189,7 @@ def parse_name_list(text: str | None) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
-def write_folder(
-    out_dir: Path | None, command: str, config: dict[str, Any], summary: Any, **kw: Any
-) -> None:
+def write_folder(out_dir: Path | None, command: str, config: dict[str, Any], summary: Any, **kw: Any) -> None:
     """``--out DIR`` of a command that sends no requests: its run folder (``runs.record``) and report."""
     if out_dir is None:
         return

@@ -36,7 +36,7 @@ class _RichBytes:
 def register(app: typer.Typer) -> None:
     @app.command("convert")
     def convert(
-        src: Path = typer.Argument(..., help="Source checkpoint directory (only read)."),
+        src: Path = typer.Argument(..., exists=True, help="Source checkpoint directory (only read)."),
         dst: Path = typer.Argument(..., help="Destination directory (must not exist unless --resume)."),
         embedding_fp8: str = typer.Option(
             "default",

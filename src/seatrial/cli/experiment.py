@@ -15,11 +15,14 @@ from seatrial.errors import EngineError, config_errors
 
 
 def experiment(
-    plan_path: Annotated[Path, typer.Argument(help="The plan (YAML)", metavar="PLAN.yaml")],
+    plan_path: Annotated[Path, typer.Argument(help="The plan (YAML)", metavar="PLAN.yaml", exists=True)],
     out_dir: Annotated[
-        Path | None, typer.Option("--out", parser=out_folder_to_resume, help="Folder (default runs/experiment-<time>)")
+        Path | None,
+        typer.Option("--out", parser=out_folder_to_resume, help="Folder (default runs/experiment-<time>)"),
     ] = None,
-    json_path: Annotated[Path | None, typer.Option("--json", parser=json_target, help="Write the summary JSON here")] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", parser=json_target, help="Write the summary JSON here")
+    ] = None,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted plan in --out")] = False,
     resume_anyway: Annotated[
         bool,

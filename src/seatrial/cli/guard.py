@@ -85,7 +85,7 @@ def guard(
     """Launch a server so that memory pressure kills the server, not the host."""
     if ctx.invoked_subcommand is not None:
         return
-    from seatrial.guard import HealthConfig, default_predictor, parse_duration_s, run_guard
+    from seatrial.guard import default_predictor, parse_duration_s, run_guard
 
     health = None
     if health_url is not None:
@@ -108,7 +108,7 @@ def guard(
             "recovery_timeout_s": parse_duration_s(recovery_timeout, "--recovery-timeout"),
             "stop_grace_s": parse_duration_s(stop_grace, "--stop-grace"),
             "history": history,
-            "health": HealthConfig.model_validate(health) if health else None,
+            "health": health,
             "meminfo_path": meminfo,
         }
     )

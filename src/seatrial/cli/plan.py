@@ -18,7 +18,9 @@ _STYLE = {"info": "dim", "warning": "yellow", "error": "bold red"}
 def register(app: typer.Typer) -> None:
     @app.command("plan")
     def plan_command(
-        directory: Path | None = typer.Argument(None, help="Checkpoint directory (measured weights)."),
+        directory: Path | None = typer.Argument(
+            None, exists=True, help="Checkpoint directory (measured weights)."
+        ),
         config: Path | None = typer.Option(None, "--config", help="config.json alone (estimated weights)."),
         hardware: str = typer.Option("local", "--hardware", help="Profile name, local, or custom."),
         gpu_memory_gib: float | None = typer.Option(

@@ -52,7 +52,7 @@ class StreamView:
 def register(app: typer.Typer) -> None:
     @app.command("sync")
     def sync_command(
-        src: Path = typer.Argument(..., help="The checkpoint folder to replicate"),
+        src: Path = typer.Argument(..., exists=True, help="The checkpoint folder to replicate"),
         dests: list[str] = typer.Argument(..., help="Destinations: a local path or [user@]host:path"),
         streams: int | None = typer.Option(
             None, "--streams", min=1, help="Parallel rsync streams (default min(8, files))"
@@ -72,7 +72,9 @@ def register(app: typer.Typer) -> None:
         bwlimit: float | None = typer.Option(
             None, "--bwlimit", help="Bandwidth limit per stream, MB/s (rsync's)"
         ),
-        json_path: Path | None = typer.Option(None, "--json", parser=json_target, help="Write the summary and manifest here"),
+        json_path: Path | None = typer.Option(
+            None, "--json", parser=json_target, help="Write the summary and manifest here"
+        ),
         out_dir: Path | None = typer.Option(
             None, "--out", parser=out_folder, help="Run folder (run.json, summary.json, report.html)"
         ),
@@ -109,4 +111,3 @@ def register(app: typer.Typer) -> None:
         config = {"src": str(src), "dests": dests, "verify": verify, "check": check}
         write_folder(out_dir, "sync", config, summary)
         raise typer.Exit(summary.exit_code())
-

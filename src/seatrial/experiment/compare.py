@@ -125,6 +125,8 @@ def _order(level: str) -> float:
 def _one_workload(runs: list[Run]) -> str:
     """The workload every run measured; ConfigError naming what differs otherwise."""
     ref = runs[0]
+    if not ref.workloads:
+        raise ConfigError(f"{ref.label} measured no workload (a run stopped before its first level?): nothing to compare")
     if len(ref.workloads) != 1:
         raise ConfigError(
             f"{ref.label} measured several workloads ({', '.join(ref.workloads)}): compare one at a time"

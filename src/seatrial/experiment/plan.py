@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Literal
 
 import orjson
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from seatrial.capacity.config import CapacityConfig
 from seatrial.errors import ConfigError, config_errors
 from seatrial.load.settings import BenchSettings
 from seatrial.load.workloads import WORKLOADS
+from seatrial.yamlfile import load_mapping
 
 #: Metrics a decision or a guardrail can name: a level's throughput (one value per start) or a
 #: request-level distribution (``ttft_ms.p99``, pooled over the starts' requests).
@@ -284,12 +284,7 @@ def check_single_variable(plan: ExperimentPlan) -> dict[str, list[str]]:
 
 def load_plan(path: Path) -> ExperimentPlan:
     """The plan at ``path``; a ConfigError naming the field on any problem."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
+    raw = load_mapping(str(path), path)
     with config_errors(str(path)):
         plan = ExperimentPlan.model_validate(raw)
     check_single_variable(plan)

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from seatrial.errors import ConfigError, config_errors
-from seatrial.jsonio import read_json
 from seatrial.runs import read_jsonl
+from seatrial.runs.folder import read_run
 from seatrial.runs.summaries.accept import AcceptSummary
 
 REQUEST_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "per_user_output_tok_s")
@@ -172,7 +172,7 @@ def load_runs(path: Path, label: str | None = None) -> list[Run]:
     """The comparable runs of one run folder; a ConfigError when it is not one seatrial can compare."""
     if not (path / "summary.json").is_file() or not (path / "run.json").is_file():
         raise ConfigError(f"{path}: not a seatrial run folder (no run.json and summary.json)")
-    run_info, summary = read_json(path / "run.json"), read_json(path / "summary.json")
+    run_info, summary = read_run(path)
     command = run_info.get("command")
     if command not in READERS:
         raise ConfigError(

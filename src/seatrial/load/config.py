@@ -140,6 +140,18 @@ class LoadConfig(BaseModel):
         return self.rate is not None or self.ramp_up is not None
 
 
+def _checked_key(name: str) -> str | None:
+    """The API key in environment variable ``name``: the default name may be unset (no key), a name the
+    user chose must be set; a key an HTTP header cannot carry (CR, LF, other control characters) is
+    refused. Messages name the variable, never the key."""
+    key = os.environ.get(name)
+    if key is None and name != BenchSettings.model_fields["api_key_env"].default:
+        raise ValueError(f"--api-key-env: ${name} is not set in the environment")
+    if key is not None and any(ord(c) < 32 or ord(c) == 127 for c in key):
+        raise ValueError(f"--api-key-env: ${name} holds a control character (CR, LF...): no HTTP header carries it")
+    return key
+
+
 class ServerTarget(BaseModel):
     """Where the server is and how to talk to it. The API key is read from the environment, never stored;
     credentials written into the URL (``http://user:pw@host``) are taken out of it at once and sent as
@@ -174,7 +186,7 @@ class ServerTarget(BaseModel):
             host = parts.netloc.rsplit("@", 1)[1]
             self.url = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
             remember(basic=self._basic_auth)  # a server that echoes the Basic token writes it nowhere
-        remember(os.environ.get(self.api_key_env))
+        remember(_checked_key(self.api_key_env))
         if self.metrics_url:
             self.metrics_url = redact_text(self.metrics_url)
         return self

@@ -9,6 +9,7 @@ workers shared the level, and by the caller's clusters (consecutive batches, ser
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from seatrial.load.records import RequestRecord
@@ -23,7 +24,9 @@ def parse_slo(text: str | dict[str, float] | None) -> dict[str, float] | None:
     naming what is wrong."""
     if text is None or text == "":
         return None
-    pairs = text.items() if isinstance(text, dict) else (p.split(":", 1) for p in text.split(",") if p.strip())
+    pairs = (
+        text.items() if isinstance(text, dict) else (p.split(":", 1) for p in text.split(",") if p.strip())
+    )
     slo: dict[str, float] = {}
     for pair in pairs:
         if len(pair) != 2:
@@ -35,8 +38,12 @@ def parse_slo(text: str | dict[str, float] | None) -> dict[str, float] | None:
             bound = float(value)
         except (TypeError, ValueError):
             raise ValueError(f"{name}: {value!r} is not a number of milliseconds") from None
-        if bound <= 0:
-            raise ValueError(f"{name}: the bound must be positive, got {bound:g}")
+        if not math.isfinite(bound) or bound <= 0:
+            raise ValueError(
+                f"{name}: the bound must be a positive, finite number of milliseconds, got {value!r}"
+            )
+        if name in slo:
+            raise ValueError(f"{name} is bounded twice ({slo[name]:g} and {bound:g}); give each metric once")
         slo[name] = bound
     if not slo:
         raise ValueError("the SLO names no bound")

@@ -210,4 +210,9 @@ class BenchSettings(ClientSettings):
     @model_validator(mode="after")
     def _ramp(self) -> BenchSettings:
         check_ramp(self.ramp_up, self.ramp_up_start, self.ramp_up_end, self.rate)
+        if (self.rate is not None or self.ramp_up is not None) and self.concurrency != [1]:
+            raise ValueError(
+                "--concurrency sets closed-loop levels, --rate/--ramp-up an open loop: give one (an open loop's "
+                "cap on requests in flight is --max-concurrency)"
+            )
         return self

@@ -59,14 +59,26 @@ class Arch(BaseModel):
     tie_word_embeddings: bool = False
 
 
-def _int(cfg: dict[str, Any], *keys: str, default: int | None = None, minimum: int = 0) -> int:
-    """The first integer among ``keys``; below ``minimum`` is a ConfigError naming the key."""
+MAX_LAYERS = 100_000  # the deepest models have a few hundred; lists per layer are built from this count
+MAX_VALUE = 1 << 40  # any size or count of a model: beyond is a broken file
+
+
+def _int(
+    cfg: dict[str, Any], *keys: str, default: int | None = None, minimum: int = 0, maximum: int = MAX_VALUE
+) -> int:
+    """The first integer among ``keys``; outside ``minimum``..``maximum`` is a ConfigError naming the key, as
+    is a key that is present but no integer (where no other key gives one)."""
+    wrong: tuple[str, Any] | None = None
     for key in keys:
         value = cfg.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
-            if value < minimum:
-                raise ConfigError(f"config.json: {key} must be >= {minimum}, got {value}")
+            if not minimum <= value <= maximum:
+                raise ConfigError(f"config.json: {key} must be {minimum} to {maximum:,}, got {value:,}")
             return value
+        if value is not None and wrong is None:
+            wrong = (key, value)
+    if wrong is not None:
+        raise ConfigError(f"config.json: {wrong[0]} must be an integer, got {wrong[1]!r}")
     if default is None:
         raise ConfigError(f"config.json: missing {' / '.join(keys)}")
     return default
@@ -113,7 +125,7 @@ def _layer_kinds(cfg: dict[str, Any], n: int, mla: bool) -> list[str]:
 def arch_from_config(config: dict[str, Any], dtype: str = "auto") -> Arch:
     """Read an Arch from a (possibly multimodal) config.json document."""
     cfg = text_config(config)
-    n = _int(cfg, "num_hidden_layers", "n_layer", "num_layers", minimum=1)
+    n = _int(cfg, "num_hidden_layers", "n_layer", "num_layers", minimum=1, maximum=MAX_LAYERS)
     hidden = _int(cfg, "hidden_size", "n_embd", "d_model", minimum=1)
     heads = _int(cfg, "num_attention_heads", "n_head", minimum=1)
     mla = isinstance(cfg.get("kv_lora_rank"), int)

@@ -11,7 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from seatrial.jsonio import read_json, write_bytes
+from seatrial.jsonio import write_bytes
 from seatrial.report.jinja import template
 
 
@@ -27,8 +27,9 @@ def render_html(summary: dict[str, Any], title: str, run_info: dict[str, Any] | 
 
 def write_report(run_dir: Path) -> Path:
     """Render ``run_dir/summary.json`` (and run.json when present) into ``run_dir/report.html``."""
-    summary = read_json(run_dir / "summary.json")
-    run_info = read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
+    from seatrial.runs.folder import read_run
+
+    run_info, summary = read_run(run_dir)
     title = f"seatrial {run_info.get('command', 'report')} — {run_dir.name}"
     out = run_dir / "report.html"
     return write_bytes(out, render_html(summary, title, run_info).encode())  # never through a planted link

@@ -180,6 +180,39 @@ def record(
     return out
 
 
+def read_run_json(path: Path) -> dict[str, Any]:
+    """A run folder's ``run.json`` or ``summary.json`` as its object; ConfigError naming the file when it
+    cannot be read, is empty, is no JSON (UTF-8) or holds no object."""
+    from seatrial.errors import ConfigError
+
+    try:
+        data = orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: is not a seatrial JSON file ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: holds a JSON {type(data).__name__}, not a seatrial summary object")
+    return data
+
+
+def read_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A finished or partial run folder's ``run.json`` (empty where it has none) and ``summary.json``,
+    read by :func:`read_run_json` and checked against the command's summary model (ConfigError naming
+    the file and the first wrong values)."""
+    from seatrial.errors import ConfigError
+    from seatrial.runs.summaries import shape_errors
+
+    run_info = read_run_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
+    summary = read_run_json(run_dir / "summary.json")
+    wrong = shape_errors(run_info.get("command"), summary)
+    if wrong:
+        raise ConfigError(
+            f"{run_dir / 'summary.json'}: not the {run_info['command']} summary seatrial writes: {'; '.join(wrong[:3])}"
+        )
+    return run_info, summary
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Rows of a JSONL file; a torn last line (the process died mid-write) is skipped."""
     rows = []

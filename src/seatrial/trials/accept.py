@@ -35,9 +35,10 @@ from seatrial.trials.serverinfo import server_info
 from seatrial.verdict import Verdict
 
 
-def make_target(url: str, model: str | None, tokenizer: Path | None) -> ServerTarget:
+def make_target(url: str, model: str | None, tokenizer: Path | None, api_key_env: str | None = None) -> ServerTarget:
+    given = {"api_key_env": api_key_env} if api_key_env is not None else {}
     with config_errors():
-        return ServerTarget(url=url, model=model, tokenizer=tokenizer)
+        return ServerTarget(url=url, model=model, tokenizer=tokenizer, **given)
 
 
 async def run_trials(
@@ -110,6 +111,7 @@ def run_accept(
     *,
     model: str | None = None,
     tokenizer: Path | None = None,
+    api_key_env: str | None = None,
     profile: Path | None = None,
     trials: list[str] | None = None,
     scale: Scale = "full",
@@ -123,7 +125,7 @@ def run_accept(
     """Run the trials (``trials`` or the profile's ``run`` list) and return the summary; with
     ``out_dir``, write the run folder (run.json, requests.jsonl, server_metrics.jsonl, summary.json,
     report.html)."""
-    target = make_target(url, model, tokenizer)
+    target = make_target(url, model, tokenizer, api_key_env)
     prof = load_profile(profile, scale)
     try:
         names = check_names(trials or prof.run, "--trials")

@@ -12,12 +12,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, Field, SerializeAsAny, create_model, field_validator, model_validator
 
-from seatrial.errors import ConfigError, config_errors
+from seatrial.errors import config_errors
 from seatrial.trials.configs import Slo, TrialConfig
 from seatrial.trials.registry import TRIAL_NAMES, TRIALS
+from seatrial.yamlfile import load_mapping
 
 __all__ = ["TRIAL_NAMES", "Profile", "Scale", "check_names", "load_profile"]
 Scale = Literal["small", "full"]
@@ -87,13 +87,7 @@ def default_profile_text() -> str:
 def load_profile(path: Path | None, scale: Scale) -> Profile:
     """The profile at ``path`` (or the shipped default) at ``scale``; a clear ConfigError if invalid."""
     where = str(path) if path else "default profile"
-    try:
-        text = path.read_text(encoding="utf-8") if path else default_profile_text()
-        raw = yaml.safe_load(text) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"--profile {where}: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"--profile {where}: expected a mapping at the top level")
+    raw = load_mapping(f"--profile {where}", path, None if path else default_profile_text())
     small = raw.pop("small", None) or {}
     if scale == "small":
         raw = deep_merge(raw, small)

@@ -17,9 +17,9 @@ from seatrial.checkpoint.convert.layout import CONFIG_NAME
 from seatrial.checkpoint.convert.manifest import CHANGELOG_NAME, Manifest
 from seatrial.checkpoint.convert.options import ConvertOptions
 from seatrial.checkpoint.convert.source import INDEX_NAME, SourceCheckpoint
+from seatrial.checkpoint.index import read_json_file
 from seatrial.checkpoint.paths import resolve_inside
-from seatrial.errors import ConfigError
-from seatrial.jsonio import read_json
+from seatrial.errors import CheckpointError, ConfigError
 
 
 def write_metadata(source: SourceCheckpoint, opts: ConvertOptions, manifest: Manifest) -> list[ConfigChange]:
@@ -45,20 +45,34 @@ def write_metadata(source: SourceCheckpoint, opts: ConvertOptions, manifest: Man
 
 
 def _write_config(source: SourceCheckpoint, opts: ConvertOptions, manifest: Manifest) -> list[ConfigChange]:
+    changes = [table_note(t.name, t.scale_name, t.scale, t.source_dtype) for t in manifest.tables]
+    config, edits = edited_config(source, opts, manifest.lm_head.tensor if manifest.lm_head else None)
+    if config is not None:
+        write_public_json(opts.dst / CONFIG_NAME, config)
+    return changes + edits
+
+
+def edited_config(
+    source: SourceCheckpoint, opts: ConvertOptions, lm_head_tensor: str | None
+) -> tuple[dict[str, Any] | None, list[ConfigChange]]:
+    """SRC's config.json with the lm_head restore and ``--set-config`` applied, and those changes (None
+    where SRC has no config.json). Called before DST is made, so that a bad edit or a config.json that is
+    no JSON object stops the run with nothing written (ConfigError, CheckpointError), and again to write."""
     path = source.root / CONFIG_NAME
     if path.exists() or path.is_symlink():
         path = resolve_inside(source.root, CONFIG_NAME)
     if not path.is_file():
         if opts.set_config:
             raise ConfigError(f"--set-config: {path} does not exist")
-        return [table_note(t.name, t.scale_name, t.scale, t.source_dtype) for t in manifest.tables]
-    config: dict[str, Any] = read_json(path)
-    changes = [table_note(t.name, t.scale_name, t.scale, t.source_dtype) for t in manifest.tables]
-    if manifest.lm_head is not None:
-        changes += restore_lm_head_config(config, manifest.lm_head.tensor.removesuffix(".weight"))
+        return None, []
+    config = read_json_file(path)
+    if not isinstance(config, dict):
+        raise CheckpointError(path, "must hold a JSON object")
+    changes = []
+    if lm_head_tensor is not None:
+        changes += restore_lm_head_config(config, lm_head_tensor.removesuffix(".weight"))
     changes += apply_set_config(config, parse_set_config(opts.set_config))
-    write_public_json(opts.dst / CONFIG_NAME, config)
-    return changes
+    return config, changes
 
 
 def _linked_tensors(source: SourceCheckpoint, manifest: Manifest) -> set[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from seatrial.checkpoint.convert.source import DEFAULT_EMBEDDING_PATTERN
 
@@ -32,6 +32,13 @@ class ConvertOptions(BaseModel):
     resume: bool = False
     fidelity_row_stride: int = Field(default=16, ge=1)
     chunk_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
+
+    @field_validator("scale_name")
+    @classmethod
+    def _named(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("the scale tensor needs a name, e.g. {table}.weight_scale")
+        return v
 
     def fingerprint(self) -> dict[str, object]:
         """The options a resumed run must share with the run that wrote the manifest."""

@@ -25,9 +25,9 @@ from seatrial.checkpoint.convert.options import ConvertOptions
 from seatrial.checkpoint.convert.scale import POOL, fp8_scale, max_abs
 from seatrial.checkpoint.convert.source import SourceCheckpoint, SourceTensor, Table, find_tables
 from seatrial.checkpoint.convert.stio import ITEMSIZE_BYTES, iter_row_blocks, map_rows
+from seatrial.checkpoint.index import read_json_file
 from seatrial.checkpoint.paths import resolve_inside
 from seatrial.errors import CheckpointError, ConfigError
-from seatrial.jsonio import read_json
 
 Advance = Callable[[int], None]
 
@@ -98,7 +98,7 @@ def declared_split_parts(config_path: Path) -> int | None:
     """``split_ngram_parts`` from config.json, searched at any depth (seed 000: 128); None if absent."""
     if not config_path.is_file():
         return None
-    stack: list[object] = [read_json(config_path)]
+    stack: list[object] = [read_json_file(config_path)]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):

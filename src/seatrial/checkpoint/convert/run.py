@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NoReturn, Protocol
 
 from seatrial.checkpoint.convert.atomic import DiskFull, fsync_dir, remove_temporaries
-from seatrial.checkpoint.convert.finish import write_metadata
+from seatrial.checkpoint.convert.finish import edited_config, write_metadata
 from seatrial.checkpoint.convert.kernels import kernel
 from seatrial.checkpoint.convert.layout import CONFIG_NAME, file_bytes
 from seatrial.checkpoint.convert.manifest import (
@@ -62,6 +62,7 @@ def convert_checkpoint(opts: ConvertOptions, progress: ProgressSink | None = Non
         manifest = _resumable_manifest(source, opts)
     else:
         tables, lm_head = select(source, opts)
+        edited_config(source, opts, lm_head.weight.entry.name if lm_head else None)  # its errors before DST
         sink.phase("scan", sum(t.source_bytes for t in tables))
         manifest = build_manifest(source, opts, tables, lm_head, sink.advance)
         _check_free_space(source, manifest, _existing_ancestor(opts.dst))

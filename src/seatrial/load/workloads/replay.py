@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
+from seatrial.errors import ConfigError
 from seatrial.load.tokenize import TokenCounter
 from seatrial.load.workloads.files import with_nonce
 from seatrial.load.workloads.spec import RequestSpec
@@ -27,11 +28,25 @@ if TYPE_CHECKING:
     from seatrial.load.config import WorkloadConfig
 
 POOL_TOKENS = 4096  # server token ids the blocks are drawn from
+MAX_REPLAY_S = 31 * 86400  # a month: no load test replays longer
 
 
 def trace_lines(cfg: WorkloadConfig) -> list[TraceLine]:
     assert cfg.trace is not None and cfg.trace_format is not None  # the config refuses a trace without them
-    return read_trace(cfg.trace, cfg.trace_format, cfg.trace_start, cfg.trace_limit)
+    lines = read_trace(cfg.trace, cfg.trace_format, cfg.trace_start, cfg.trace_limit)
+    stamps = [line.timestamp_ms for line in lines]
+    check_span(cfg, (max(stamps) - min(stamps)) / 1000 / cfg.speedup)
+    return lines
+
+
+def check_span(cfg: WorkloadConfig, span_s: float) -> None:
+    """A replay longer than :data:`MAX_REPLAY_S` is a broken trace or a missing ``--speedup``."""
+    if span_s > MAX_REPLAY_S:
+        raise ConfigError(
+            f"--trace {cfg.trace}: replaying its lines would take {span_s / 86400:.3g} days at --speedup "
+            f"{cfg.speedup:g} (more than {MAX_REPLAY_S // 86400} days): check its timestamps, or pass --speedup "
+            "or --trace-limit"
+        )
 
 
 def scaled(n: int, block_tokens: int) -> int:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -37,6 +38,7 @@ from seatrial.errors import ConfigError
 from seatrial.load.workloads.files import json_lines
 
 MOONCAKE_BLOCK = 512  # tokens per hash id in Mooncake's traces
+MAX_TOKENS = 10_000_000  # a length no open model's context reaches (Llama 4 Scout's is 10M): beyond is a broken file
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,18 @@ def _rebase(rows: list[TraceLine], start: int) -> list[TraceLine]:
 
 def _int(path: Path, where: int, row: dict[str, Any], key: str, minimum: int = 0) -> int:
     value = row.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum or value != int(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value != int(value):
         raise ConfigError(f"{path}:{where}: {key!r} must be an integer >= {minimum}, got {value!r}")
+    return _tokens(path, where, value, key, minimum)
+
+
+def _tokens(path: Path, where: int, value: float, key: str, minimum: int = 0) -> int:
+    """A length in tokens: an integer from ``minimum`` to :data:`MAX_TOKENS`."""
+    if not minimum <= value <= MAX_TOKENS:
+        raise ConfigError(
+            f"{path}:{where}: {key!r} must be {minimum} to {MAX_TOKENS:,} tokens (no model's context is longer), "
+            f"got {value!r}"
+        )
     return int(value)
 
 
@@ -101,9 +113,25 @@ def _number(path: Path, where: int, value: Any, key: str) -> float:
         out = float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"{path}:{where}: {key!r} must be a number, got {value!r}") from None
-    if out != out or out < 0:
-        raise ConfigError(f"{path}:{where}: {key!r} must be a number >= 0, got {value!r}")
+    if not math.isfinite(out) or out < 0:
+        raise ConfigError(f"{path}:{where}: {key!r} must be a finite number >= 0, got {value!r}")
     return out
+
+
+def _prompt(path: Path, where: int, row: dict[str, Any]) -> str | list[dict[str, Any]] | None:
+    """A line's ``messages`` (chat messages: objects with a string ``role``) or ``prompt`` (text)."""
+    if "messages" in row:
+        messages = row["messages"]
+        if not isinstance(messages, list) or not messages or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages
+        ):
+            raise ConfigError(f"{path}:{where}: 'messages' must be a list of chat messages ({{'role': ..., 'content': ...}})")
+        return messages
+    if "prompt" in row:
+        if not isinstance(row["prompt"], str) or not row["prompt"]:
+            raise ConfigError(f"{path}:{where}: 'prompt' must be text, got {type(row['prompt']).__name__}")
+        return row["prompt"]
+    return None
 
 
 def _hash_ids(path: Path, where: int, row: dict[str, Any], input_len: int) -> tuple[int, ...] | None:
@@ -139,10 +167,8 @@ def _jsonl(path: Path) -> Iterator[TraceLine]:
         if "timestamp_ms" not in row:
             raise ConfigError(f"{path}:{where}: each line needs 'timestamp_ms'")
         ts = _number(path, where, row["timestamp_ms"], "timestamp_ms")
-        prompt = row.get("messages") or row.get("prompt")
+        prompt = _prompt(path, where, row)
         if prompt is not None:
-            if not isinstance(prompt, str | list):
-                raise ConfigError(f"{path}:{where}: 'messages' must be a list, 'prompt' a string")
             n_out = _int(path, where, row, "output_length", 1) if "output_length" in row else None
             line = TraceLine(i, ts, n_out, prompt=prompt)
         elif {"input_length", "output_length"} <= row.keys():
@@ -189,16 +215,18 @@ def _azure(path: Path) -> Iterator[TraceLine]:
             ms = (at - first).total_seconds() * 1000
         except TypeError:
             raise ConfigError(f"{path}:{where}: TIMESTAMP mixes times with and without a UTC offset") from None
-        n_in = int(_number(path, where, row["ContextTokens"], "ContextTokens"))
-        yield TraceLine(i, ms, int(_number(path, where, row["GeneratedTokens"], "GeneratedTokens")), max(1, n_in))
+        n_in = _tokens(path, where, _number(path, where, row["ContextTokens"], "ContextTokens"), "ContextTokens")
+        n_out = _tokens(path, where, _number(path, where, row["GeneratedTokens"], "GeneratedTokens"), "GeneratedTokens")
+        yield TraceLine(i, ms, n_out, max(1, n_in))
 
 
 def _burstgpt(path: Path) -> Iterator[TraceLine]:
     for i, row in _csv_rows(path, ("Timestamp", "Request tokens", "Response tokens"), "burstgpt"):
         where = i + 2
         ts = _number(path, where, row["Timestamp"], "Timestamp") * 1000
-        n_in = int(_number(path, where, row["Request tokens"], "Request tokens"))
-        yield TraceLine(i, ts, int(_number(path, where, row["Response tokens"], "Response tokens")), max(1, n_in))
+        n_in = _tokens(path, where, _number(path, where, row["Request tokens"], "Request tokens"), "Request tokens")
+        n_out = _tokens(path, where, _number(path, where, row["Response tokens"], "Response tokens"), "Response tokens")
+        yield TraceLine(i, ts, n_out, max(1, n_in))
 
 
 PARSERS: dict[str, Callable[[Path], Iterator[TraceLine]]] = {
