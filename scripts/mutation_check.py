@@ -114,6 +114,27 @@ MUTATIONS = (
         "rate_req_s=(search.lower + search.upper) / 2 if rate and search.lower and search.upper else search.lower,",
         ("tests/capacity/test_search.py",),
     ),
+    Mutation(
+        "float flags take NaN and infinity",
+        "cli/group.py",
+        "        if isinstance(number, float) and not math.isfinite(number):",
+        "        if isinstance(number, float) and not math.isfinite(number) and False:",
+        ("tests/test_cli_inputs.py::test_every_float_flag_refuses_nan_and_infinity",),
+    ),
+    Mutation(
+        "a trace replay's length unchecked",
+        "load/workloads/replay.py",
+        "    if span_s > MAX_REPLAY_S:",
+        "    if span_s > MAX_REPLAY_S and False:",
+        ("tests/load/test_traces.py",),
+    ),
+    Mutation(
+        "convert checks its edits only after DST is written",
+        "checkpoint/convert/run.py",
+        "        edited_config(source, opts, lm_head.weight.entry.name if lm_head else None)  # its errors before DST\n",
+        "",
+        ("tests/convert/test_errors_cli.py",),
+    ),
 )
 
 
