@@ -58,3 +58,19 @@ def test_bench_writes_each_request_with_its_level(tmp_path: Path) -> None:
         (level, phase) for level in (0, 1) for phase, n in (("warmup", 2), ("measure", 6)) for _ in range(n)
     )
     assert [len(level_values(tmp_path, i, c)["ttft_ms"]) for i, c in ((0, 1), (1, 2))] == [6, 6]
+
+
+def test_two_traces_are_two_workloads_and_a_new_field_is_a_key() -> None:
+    """Issue 44 item 5: the keys are the workload settings' own, so a trace, its format, speedup and slice,
+    sessions and turns (left out of the hand-kept list) tell workloads apart; the seed does not."""
+    from seatrial.experiment.sources import WORKLOAD_KEYS, workload_differences
+    from seatrial.load.config import WorkloadConfig
+
+    assert set(WORKLOAD_KEYS) == (set(WorkloadConfig.model_fields) - {"seed"}) | {"endpoint"}
+    base = {"name": "trace", "trace": "a.jsonl", "trace_format": "jsonl", "speedup": 1.0, "endpoint": "completions"}
+    assert workload_differences(base, {**base, "trace": "b.jsonl"}) == ["trace: 'a.jsonl' vs 'b.jsonl'"]
+    assert workload_differences(base, {**base, "speedup": 2.0}) == ["speedup: 1.0 vs 2.0"]
+    sessions = {"name": "sessions", "sessions": 4, "turns": 3}
+    assert workload_differences(sessions, {**sessions, "turns": 5}) == ["turns: 3 vs 5"]
+    assert workload_differences({**base, "seed": 1}, {**base, "seed": 2}) == []
+    assert workload_differences(base, {k: v for k, v in base.items() if k != "speedup"}) == []  # an older folder

@@ -9,19 +9,27 @@ from pathlib import Path
 from typing import Any
 
 from seatrial.errors import ConfigError, config_errors
+from seatrial.load.config import WorkloadConfig
 from seatrial.runs import read_jsonl
 from seatrial.runs.folder import read_run
 from seatrial.runs.summaries.accept import AcceptSummary
 
 REQUEST_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "per_user_output_tok_s")
-#: What makes two workloads the same measurement (a difference in any refuses a comparison).
-WORKLOAD_KEYS = ("name", "input_len", "output_len", "ignore_eos", "endpoint", "prefix_len", "num_prefixes",
-                 "long_share", "long_input_len", "file")  # fmt: skip
+#: What makes two workloads the same measurement: every field of the workload's settings but its seed (a
+#: run's prompts are new each run by design), and the endpoint it is sent to. A field added to the settings
+#: is a key at once.
+WORKLOAD_KEYS = (*(k for k in WorkloadConfig.model_fields if k != "seed"), "endpoint")
 
 
 def workload_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """What makes two runs' workloads different measurements (empty: the same)."""
-    return [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in WORKLOAD_KEYS if a.get(k) != b.get(k)]
+    """What makes two runs' workloads different measurements (empty: the same): a key both runs recorded
+    with different values, or the workload's name. A key one run did not record (a folder written before
+    the field existed) is not a difference."""
+    return [
+        f"{k}: {a.get(k)!r} vs {b.get(k)!r}"
+        for k in WORKLOAD_KEYS
+        if a.get(k) != b.get(k) and (k == "name" or (a.get(k) is not None and b.get(k) is not None))
+    ]
 
 
 def in_level(row: dict[str, Any], index: int) -> bool:
@@ -151,9 +159,9 @@ def _accept(path: Path, label: str, run_info: dict[str, Any], summary: dict[str,
 
 
 def _random(input_len: int, output_len: int) -> dict[str, Any]:
-    return {"name": "random", "input_len": input_len, "output_len": output_len, "ignore_eos": True,
-            "endpoint": "completions", "prefix_len": None, "num_prefixes": None, "long_share": None,
-            "long_input_len": None, "file": None}  # fmt: skip
+    known = {"name": "random", "input_len": input_len, "output_len": output_len, "ignore_eos": True,
+             "endpoint": "completions"}  # fmt: skip
+    return {k: known.get(k) for k in WORKLOAD_KEYS}
 
 
 def _capacity(path: Path, label: str, run_info: dict[str, Any], summary: dict[str, Any]) -> list[Run]:
