@@ -138,4 +138,8 @@ def test_experiment_over_fresh_starts_never_rejects_four_slots(gguf: Path, tmp_p
     decision = next(d for d in summary["decisions"] if d["profile"] == "batch")
     assert decision["verdict"] in ("ADOPT", "INCONCLUSIVE"), (r.output, decision)
     per = {s["name"]: s["levels"][0]["stats"]["output_tok_s"]["per_start"] for s in summary["settings"]}
-    assert len(per["parallel-1"]) == len(per["parallel-4"]) == 2 and all(v > 0 for v in per["parallel-4"]), starts
+    stalled = {s["name"]: s["levels"][0]["stalled_starts"] for s in summary["settings"]}
+    # a start is measured, or left out because its client stalled (this host's 2 cores are shared with the
+    # engine) and named as such; never dropped unsaid
+    assert all(len(per[n]) + len(stalled[n]) == 2 for n in per), (per, stalled, starts)
+    assert per["parallel-4"] and all(v > 0 for v in per["parallel-4"]), (per, stalled)

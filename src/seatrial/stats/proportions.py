@@ -11,6 +11,12 @@ Definitions (also in docs/statistics.md)
   is never narrowed by clustering), and z by Student's t quantile with (clusters - 1) degrees of freedom
   (the between-cluster variance is itself estimated from few clusters). With fewer than ``MIN_CLUSTERS``
   clusters deff cannot be estimated and the plain interval is used (said in ``method``).
+- Batches from the data (:func:`data_batches`): outcomes in send order are cut into consecutive batches
+  ``BATCH_TIMES`` times their correlation time long: the series' integrated autocorrelation time (Sokal's
+  window), and at least ``TAU_PER_IN_FLIGHT`` times the requests that were in flight together (a short
+  series underestimates its own correlation). That correlation time is also the least design effect of
+  the share (``share_ci``'s ``min_deff``): independent outcomes keep the plain Wilson interval, a queue
+  that keeps outcomes alike for many requests widens it to what its correlation allows.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 MIN_CLUSTERS = 4
+BATCH_TIMES = 2.0  # batch length / integrated autocorrelation time (benchmarks/attainment_coverage.py)
+SOKAL_WINDOW = 5.0  # the autocorrelation sum stops at the first lag M >= 5 tau(M)
+TAU_PER_IN_FLIGHT = 5.0  # least correlation time per request in flight (measured 2.3-4.6 at capacity)
 
 
 def z_two_sided(confidence: float) -> float:
@@ -79,13 +88,20 @@ def design_effect(successes: Sequence[int], totals: Sequence[int]) -> float:
     return max(1.0, var_cluster / (p * (1 - p) / n))
 
 
-def share_ci(successes: Sequence[int], totals: Sequence[int], confidence: float = 0.95) -> Share:
-    """The pooled share over clusters (one cluster: a plain Wilson interval) with its interval."""
+def share_ci(
+    successes: Sequence[int], totals: Sequence[int], confidence: float = 0.95, min_deff: float = 1.0
+) -> Share:
+    """The pooled share over clusters (one cluster: a plain Wilson interval) with its interval; ``min_deff``
+    a design effect the data is known to have at least (a queue's correlation, :func:`queue_deff`): where it
+    exceeds the one the clusters show, it sets the effective n and the normal quantile is used."""
     k, n = sum(successes), sum(totals)
-    deff = design_effect(successes, totals)
+    measured = design_effect(successes, totals)
+    deff = max(measured, min_deff)
     n_eff = n / deff if n else 0.0
-    clustered = len(totals) >= MIN_CLUSTERS
+    clustered = len(totals) >= MIN_CLUSTERS and measured >= min_deff
     method = f"wilson-clustered ({len(totals)} clusters, t quantile)" if clustered else "wilson"
+    if deff > measured:
+        method = f"wilson (design effect {deff:.3g} from the queue's correlation, over {len(totals)} clusters' {measured:.3g})"
     z = t_two_sided(confidence, len(totals) - 1) if clustered else None
     lo, hi = wilson(k / n * n_eff if n else 0.0, n_eff, confidence, z)
     return Share(k, n, k / n if n else None, (lo, hi), n_eff, deff, len(totals), method)
@@ -99,3 +115,43 @@ def batches(outcomes: Sequence[bool], count: int) -> tuple[list[int], list[int]]
     edges = [round(i * size) for i in range(count + 1)]
     parts = [outcomes[a:b] for a, b in itertools.pairwise(edges) if b > a]
     return [sum(p) for p in parts], [len(p) for p in parts]
+
+
+def correlation_time(outcomes: Sequence[bool]) -> float:
+    """The integrated autocorrelation time of a 0/1 series, 1 + 2 sum of its autocorrelations up to Sokal's
+    window (the first lag M with M >= ``SOKAL_WINDOW`` tau(M)); 1 for an independent series, and for a
+    constant one (nothing to correlate)."""
+    import numpy as np
+
+    x = np.asarray(outcomes, dtype=float)
+    n = len(x)
+    if n < 3 or x.min() == x.max():
+        return 1.0
+    x = x - x.mean()
+    spectrum = np.fft.rfft(x, 2 * n)
+    acf = np.fft.irfft(spectrum * np.conj(spectrum))[:n]
+    rho = acf / acf[0]
+    tau = 1.0
+    for lag in range(1, n):
+        tau += 2 * rho[lag]
+        if lag >= SOKAL_WINDOW * tau:
+            break
+    return max(1.0, float(tau))
+
+
+def queue_correlation(outcomes: Sequence[bool], in_flight: float) -> float:
+    """The correlation time (in requests) of outcomes that shared a server with ``in_flight`` requests in
+    it on average: the series' own estimate, and at least ``TAU_PER_IN_FLIGHT`` x ``in_flight`` (a short
+    series cannot see its own correlation: near capacity a queue keeps outcomes alike for several
+    lifetimes of requests; benchmarks/attainment_coverage.py measures the ratio)."""
+    return max(correlation_time(outcomes), TAU_PER_IN_FLIGHT * max(in_flight, 0.0), 1.0)
+
+
+def data_batches(outcomes: Sequence[bool], in_flight: float = 0.0) -> tuple[list[int], list[int], float]:
+    """``outcomes`` in send order cut into consecutive batches ``BATCH_TIMES`` x their correlation time
+    (:func:`queue_correlation`) long, batches of one where they are independent: the successes and totals
+    of each, and the correlation time (the least design effect of their share)."""
+    tau = queue_correlation(outcomes, in_flight)
+    length = max(1, math.ceil(BATCH_TIMES * tau))
+    good, total = batches(outcomes, max(1, len(outcomes) // length))
+    return good, total, tau
