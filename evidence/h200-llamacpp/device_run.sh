@@ -61,44 +61,61 @@ if [ -z "${GGUF:-}" ]; then
   fi
   ls -la "$GGUF" >> "$R/gguf.txt"
 fi
-IN=${IN:-1024} OLEN=${OLEN:-128} CONC=${CONC:-1,16,64} REQ=${REQ:-128} PAR=${PAR:-64} CTX=${CTX:-131072} NGL=${NGL:-99}
+IN=${IN:-1024} OLEN=${OLEN:-128} CONC=${CONC:-1,16,64} REQ=${REQ:-128} PAR=${PAR:-256} CTX=${CTX:-524288} NGL=${NGL:-99}
 PORT=${PORT:-8080}; U=http://127.0.0.1:$PORT
 SRV=
-serve() {  # serve LOGNAME: llama-server in the background, then wait for /health
+serve() {  # serve LOGNAME [ARGS...]: llama-server in the background, then wait for /health
+  local log=$1; shift
   "$BIN" --model "$GGUF" --alias l1b -ngl "$NGL" --parallel "$PAR" -c "$CTX" --metrics --host 127.0.0.1 --port "$PORT" \
-    > "$R/$1" 2>&1 &
+    "$@" > "$R/$log" 2>&1 &
   SRV=$!
   for _ in $(seq 120); do
     $PY -c "import urllib.request,sys; urllib.request.urlopen('$U/health', timeout=2)" 2>/dev/null && return 0
     kill -0 $SRV 2>/dev/null || break; sleep 1
   done
-  echo "server did not come up"; tail -30 "$R/$1"; return 1
+  echo "server did not come up"; tail -30 "$R/$log"; return 1
 }
 unserve() { [ -n "$SRV" ] && kill $SRV 2>/dev/null && wait $SRV 2>/dev/null; SRV=; }
+timing_check() {  # timing_check FOLDER...: client against llama-server's own timings, per level, medians
+  $PY - "$@" <<'PY'
+import json, statistics, sys
+def med(x): return round(statistics.median(x), 3) if x else None
+for folder in sys.argv[1:]:
+    rows = [json.loads(l) for l in open(folder + "/requests.jsonl")]
+    rows = [r for r in rows if r.get("phase", "measure") == "measure"]
+    for c in sorted({r.get("concurrency") for r in rows}, key=lambda v: (v is None, v)):
+        at = [r for r in rows if r.get("concurrency") == c]
+        ok = [r for r in at if r.get("error") is None]
+        st = [(r, r["server_timing"]) for r in ok if r.get("server_timing")]
+        ratio = lambda k: med([r[k] / s[k] for r, s in st if r.get(k) and s.get(k)])
+        gap = lambda k: med([r[k] - s[k] for r, s in st if r.get(k) is not None and s.get(k) is not None])
+        print(f"{folder.rsplit('/', 1)[-1]} C={c} rows={len(at)} ok={len(ok)} joined={len(st)} client/server median "
+              f"TTFT {ratio('ttft_ms')} TPOT {ratio('tpot_ms')} E2E {ratio('e2e_ms')}; client-server ms p50 "
+              f"TTFT {gap('ttft_ms')} E2E {gap('e2e_ms')}")
+PY
+}
 if [ "$PHASE" = a ]; then
   step 60 $ST hw --trials inventory --json "$R/hw.json" > "$R/hw.txt" 2>&1; echo "hw exit $?" >> "$R/hw.txt"
   serve server_a.log || exit 6
-  step 240 $ST bench --url $U --input-len $IN --output-len $OLEN --concurrency $CONC --requests $REQ --warmup 4 \
+  step 200 $ST bench --url $U --input-len $IN --output-len $OLEN --concurrency $CONC --requests $REQ --warmup 4 \
     --gpu-telemetry --out "$R/bench" --json "$R/bench.json" > "$R/bench.txt" 2>&1; echo "bench exit $?" >> "$R/bench.txt"
+  step 120 $ST bench --url $U --input-len $IN --output-len $OLEN --concurrency ${CBIG:-256} --requests ${REQBIG:-256} \
+    --warmup 8 --gpu-telemetry --out "$R/bench_big" --json "$R/bench_big.json" > "$R/bench_big.txt" 2>&1
+  echo "bench exit $?" >> "$R/bench_big.txt"
   unserve
-  tail -60 "$R/server_a.log" > "$R/server_a_tail.txt"
-  $PY - "$R/bench/requests.jsonl" > "$R/timing_check.txt" 2>&1 <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-rows = [r for r in rows if r.get("phase", "measure") == "measure"]
-print("keys of a row:", sorted(rows[0]) if rows else None)
-def med(x): return round(statistics.median(x), 3) if x else None
-for c in sorted({r.get("concurrency") for r in rows}, key=lambda v: (v is None, v)):
-    at = [r for r in rows if r.get("concurrency") == c]
-    ok = [r for r in at if r.get("error") is None]
-    st = [r for r in ok if r.get("server_timing")]
-    ttft = [r["ttft_ms"] / r["server_timing"]["ttft_ms"] for r in st if r.get("ttft_ms") and r["server_timing"].get("ttft_ms")]
-    tpot = [r["tpot_ms"] / r["server_timing"]["tpot_ms"] for r in st if r.get("tpot_ms") and r["server_timing"].get("tpot_ms")]
-    print(f"C={c} rows={len(at)} ok={len(ok)} with server_timing={len(st)} median client/server TTFT {med(ttft)} TPOT {med(tpot)}")
-PY
+  tail -60 "$R/server_a.log" > "$R/server_a_tail.txt"; rm -f "$R/server_a.log"
+  # the same C=1 level on a server without its host-RAM prompt cache (--cache-ram 0): what of TTFT that cache's
+  # save of the previous prompt costs, outside llama-server's own prompt_ms
+  serve server_nocache.log --cache-ram 0 || exit 6
+  step 60 $ST bench --url $U --input-len $IN --output-len $OLEN --concurrency 1 --requests 64 --warmup 4 \
+    --out "$R/bench_nocache" --json "$R/bench_nocache.json" > "$R/bench_nocache.txt" 2>&1
+  echo "bench exit $?" >> "$R/bench_nocache.txt"
+  unserve; tail -30 "$R/server_nocache.log" > "$R/server_nocache_tail.txt"; rm -f "$R/server_nocache.log"
+  timing_check "$R/bench" "$R/bench_big" "$R/bench_nocache" > "$R/timing_check.txt" 2>&1
+  for d in bench bench_big bench_nocache; do [ -f "$R/$d/requests.jsonl" ] && gzip "$R/$d/requests.jsonl"; done
 elif [ "$PHASE" = b ]; then
   cat > "$R/plan.yaml" <<YAML
-serve: {command: [$BIN, --model, $GGUF, --alias, l1b, -ngl, "$NGL", -c, "$CTX", --metrics, --host, 127.0.0.1, --port, "{port}"], ready_timeout_s: 120, stop_grace_s: 20}
+serve: {command: [$BIN, --model, $GGUF, --alias, l1b, -ngl, "$NGL", -c, "${XCTX:-131072}", --metrics, --host, 127.0.0.1, --port, "{port}"], ready_timeout_s: 120, stop_grace_s: 20}
 baseline: {name: par-16, args: [--parallel, "16"]}
 treatments: [{name: par-64, args: [--parallel, "64"]}]
 workload: {model: l1b, input_len: $IN, output_len: $OLEN, ignore_eos: true, concurrency: [64], requests: ${XREQ:-64}, warmup: 2}

@@ -316,7 +316,7 @@ def level_summary(
             else goodput(records, cfg.load.goodput, duration_s(records)),
             "valid": not reasons,
             "invalid_reasons": reasons,
-            "notes": level_flags(server, cfg),
+            "notes": level_flags(server, cfg, len(records)),
         }
     )
 
@@ -346,10 +346,11 @@ def span_notes(timing: ServerTiming | None) -> list[str]:
     ]
 
 
-def level_flags(server: dict[str, Any], cfg: BenchConfig) -> list[str]:
+def level_flags(server: dict[str, Any], cfg: BenchConfig, requests: int) -> list[str]:
     """What the server view says about the measurement: too few scrapes while requests were in flight
     (its gauges are then n/a or incomplete), prefix-cache hits that a workload sharing no prefix cannot
-    have earned (the same prompts sent before: TTFT lower for the wrong reason)."""
+    have earned (the same prompts sent before: TTFT lower for the wrong reason). Up to one hit token per
+    request is the BOS token every prompt starts with (llama-server counts it; vLLM's blocks are larger)."""
     notes = []
     busy = server.get("in_flight_samples", 0)
     if busy < MIN_IN_FLIGHT_SAMPLES:
@@ -358,7 +359,7 @@ def level_flags(server: dict[str, Any], cfg: BenchConfig) -> list[str]:
             "the server's gauges for this level are incomplete, n/a where none"
         )
     hits = server.get("prefix_cache_hits")
-    if hits and not cfg.workload.shares_prefix:
+    if hits and hits > requests and not cfg.workload.shares_prefix:
         notes.append(
             f"the server counted {hits:,.0f} prefix-cache hit tokens although this workload shares no prefix: "
             "prompts were served from cache (sent before, or repeated), so TTFT is lower for the wrong reason"

@@ -128,7 +128,8 @@ def client_timing(
         tokens, held = sum(r.output_tokens or 0 for r in merged_tokens), sum(r.chunks for r in merged_tokens)
         notes.append(
             f"{len(merged_tokens)} requests carried {tokens} tokens (the server's usage) in {held} chunks: the "
-            "server put several tokens in a chunk (speculative decoding, a stream interval), so their ITL "
+            "server put several tokens in a chunk (speculative decoding, a stream interval, or a token held back "
+            "inside a UTF-8 character, as llama-server does), so their ITL "
             "values are gaps between chunks, not per token (TPOT is exact); --continuous-usage gives per-token ITL"
         )
     stalled = out.get("loop_lag_ms_p99")
