@@ -108,6 +108,46 @@ def simulate(arrival_s: np.ndarray, n_out: int | np.ndarray, law: BatchLaw) -> S
     return Served(arr, first, step_end(admit + p + n - 2), n)
 
 
+def closed_loop(users: int, n_out: np.ndarray, law: BatchLaw) -> Served:
+    """The same law under a closed loop: ``users`` send at once, and each sends its next request the moment
+    its last one ends (no think time), until ``len(n_out)`` requests were sent (in send order)."""
+    n = np.asarray(n_out, dtype=np.int64)
+    total, p, c = len(n), law.prefill_steps, law.slots
+    arr, admit = np.zeros(total), np.empty(total, dtype=np.int64)
+    seg_k: list[int] = []
+    seg_t: list[float] = []
+    seg_dt: list[float] = []
+    waiting: collections.deque[int] = collections.deque(range(min(users, total)))
+    sent = len(waiting)
+    leaving: list[tuple[int, int]] = []  # (the step index after which it leaves, request)
+    k, t = 0, 0.0
+    while waiting or leaving:
+        while waiting and len(leaving) < c:
+            r = waiting.popleft()
+            admit[r] = k
+            heapq.heappush(leaving, (k + p + int(n[r]) - 2, r))
+        dt = law.step_s(len(leaving))
+        m = leaving[0][0] - k + 1
+        seg_k.append(k)
+        seg_t.append(t)
+        seg_dt.append(dt)
+        t += m * dt
+        k += m
+        while leaving and leaving[0][0] < k:
+            heapq.heappop(leaving)
+            if sent < total:  # that user's next request, sent as its last one ended
+                arr[sent] = t
+                waiting.append(sent)
+                sent += 1
+    ks, ts, dts = np.asarray(seg_k), np.asarray(seg_t), np.asarray(seg_dt)
+
+    def step_end(step: np.ndarray) -> np.ndarray:
+        j = np.searchsorted(ks, step, side="right") - 1
+        return ts[j] + (step - ks[j] + 1) * dts[j]
+
+    return Served(arr, step_end(admit + p - 1), step_end(admit + p + n - 2), n)
+
+
 def mser5(series: np.ndarray) -> int:
     """MSER-5's warm-up: how many leading observations to drop (a multiple of 5, at most half)."""
     m = len(series) // MSER_BATCH

@@ -135,6 +135,20 @@ MUTATIONS = (
         "",
         ("tests/convert/test_errors_cli.py",),
     ),
+    Mutation(
+        "an open loop's attainment judged as independent requests",
+        "stats/proportions.py",
+        "    return per * max(in_flight - 1.0, 0.0)",
+        "    return 1.0",
+        ("tests/capacity/test_probe_intervals.py",),
+    ),
+    Mutation(
+        "a probe's next run ignores its design effect",
+        "capacity/probe.py",
+        "        need = math.ceil(first * judged.share.deff) - used if judged else first",
+        "        need = first",
+        ("tests/capacity/test_probe_intervals.py",),
+    ),
 )
 
 

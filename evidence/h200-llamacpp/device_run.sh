@@ -6,6 +6,8 @@
 #                                                  and the server join, and the client-vs-server timing check
 #   bash evidence/h200-llamacpp/device_run.sh b   an experiment --parallel 16 vs 64, capacity, then accept
 #                                                  (evidence/h200-llamacpp/accept_profile.yaml) with what is left
+#   CUDA_FA=OFF CONC=1 bash evidence/h200-llamacpp/device_run.sh c   a then b in one call (a shorter build,
+#                                                  32 requests a bench level), for a session with one call left
 # The build and the GGUF stay in the ignored .llamacpp-build/ (a warm machine keeps them for call b; a fresh one
 # builds again, incrementally where ninja's tree survived). Carry: .whl (pydantic, typer, rich & co.) and
 # .llamacpp-src (scripts/llamacpp_src.sh). Everything a call writes is packed into $OUT/<phase>.tgz.
@@ -94,7 +96,7 @@ for folder in sys.argv[1:]:
               f"TTFT {gap('ttft_ms')} E2E {gap('e2e_ms')}")
 PY
 }
-if [ "$PHASE" = a ]; then
+phase_a() {
   step 60 $ST hw --trials inventory --json "$R/hw.json" > "$R/hw.txt" 2>&1; echo "hw exit $?" >> "$R/hw.txt"
   serve server_a.log || exit 6
   step 200 $ST bench --url $U --input-len $IN --output-len $OLEN --concurrency $CONC --requests $REQ --warmup 4 \
@@ -113,7 +115,8 @@ if [ "$PHASE" = a ]; then
   unserve; tail -30 "$R/server_nocache.log" > "$R/server_nocache_tail.txt"; rm -f "$R/server_nocache.log"
   timing_check "$R/bench" "$R/bench_big" "$R/bench_nocache" > "$R/timing_check.txt" 2>&1
   for d in bench bench_big bench_nocache; do [ -f "$R/$d/requests.jsonl" ] && gzip "$R/$d/requests.jsonl"; done
-elif [ "$PHASE" = b ]; then
+}
+phase_b() {
   cat > "$R/plan.yaml" <<YAML
 serve: {command: [$BIN, --model, $GGUF, --alias, l1b, -ngl, "$NGL", -c, "${XCTX:-131072}", --metrics, --host, 127.0.0.1, --port, "{port}"], ready_timeout_s: 120, stop_grace_s: 20}
 baseline: {name: par-16, args: [--parallel, "16"]}
@@ -126,7 +129,7 @@ YAML
   echo "experiment exit $?" >> "$R/experiment.txt"
   serve server_b.log || exit 6
   step 170 $ST capacity --url $U --input-len $IN --output-len $OLEN --slo ttft_ms:500 --mode concurrency --start ${CAP_START:-8} \
-    --max-rate ${CAP_MAX:-64} --max-probes ${CAP_PROBES:-4} --precision 0.2 --out "$R/capacity" --json "$R/capacity.json" \
+    --max-rate ${CAP_MAX:-64} --max-probes ${CAP_PROBES:-4} --precision 0.2 --time-budget ${CAP_BUDGET:-150s} --out "$R/capacity" --json "$R/capacity.json" \
     > "$R/capacity.txt" 2>&1; echo "capacity exit $?" >> "$R/capacity.txt"
   if (( DEADLINE - $(date +%s) > 60 )); then
     step 120 $ST accept --url $U --profile evidence/h200-llamacpp/accept_profile.yaml \
@@ -135,6 +138,12 @@ YAML
   else
     echo "accept skipped: too little of the call left" | tee "$R/accept.txt"
   fi
-  unserve; tail -60 "$R/server_b.log" > "$R/server_b_tail.txt"
-fi
+  unserve; tail -60 "$R/server_b.log" > "$R/server_b_tail.txt"; rm -f "$R/server_b.log"
+  for d in experiment capacity accept; do find "$R/$d" -name requests.jsonl -exec gzip {} + 2>/dev/null; done
+}
+case $PHASE in
+  a) phase_a ;;
+  b) phase_b ;;
+  c) REQ=${REQ_C:-32} phase_a; phase_b ;;  # one call for both: a shorter bench, then b
+esac
 echo "phase $PHASE done in $(( $(date +%s) - T0 )) s" | tee "$R/phase.txt"

@@ -62,28 +62,29 @@ def _chain(rng: np.random.Generator, n: int, p: float = 0.85, stay: float = 0.97
 
 
 def test_the_correlation_time_is_the_chains_and_one_for_independent_outcomes() -> None:
-    from seatrial.stats.proportions import correlation_time, queue_correlation
+    from seatrial.stats.proportions import correlation_time, data_batches, least_correlation
 
     rng = np.random.default_rng(3)
     # the chain's second eigenvalue is stay - back = 0.8: tau = (1 + 0.8) / (1 - 0.8) = 9
     assert 7 <= correlation_time(_chain(rng, 50_000)) <= 11
     assert 1 <= correlation_time(list(rng.random(50_000) < 0.9)) <= 1.3
     assert correlation_time([True] * 100) == 1.0
-    # a short series cannot see its correlation: the requests in flight together set the least
-    assert queue_correlation([True, False] * 50, 10) == 50
+    # a short series cannot see its correlation: the others in flight together set the least
+    assert data_batches([True, False] * 50, least_correlation(11, open_loop=True))[2] == 50
+    assert least_correlation(11, open_loop=False) == 5 and least_correlation(0.5, open_loop=True) == 0
 
 
 def test_batches_of_the_correlation_time_cover_where_the_series_own_estimate_does_not() -> None:
-    """200 outcomes of the chain (tau 9), 2 requests in flight (a floor of 10): the interval with the floor
+    """200 outcomes of the chain (tau 9), a floor of 10 (3 in flight under an open loop): the interval with the floor
     covers the stationary share >= 93% of 400 times; its own short-series estimate of tau does not."""
-    from seatrial.stats.proportions import data_batches
+    from seatrial.stats.proportions import data_batches, least_correlation
 
     rng = np.random.default_rng(11)
     hits = {"floor": 0, "own": 0}
     for _ in range(400):
         out = _chain(rng, 200)
-        for name, flight in (("floor", 2.0), ("own", 0.0)):
-            g, t, tau = data_batches(out, flight)
+        for name, floor in (("floor", least_correlation(3.0, open_loop=True)), ("own", 1.0)):
+            g, t, tau = data_batches(out, floor)
             lo, hi = share_ci(g, t, min_deff=tau).ci
             hits[name] += lo <= 0.85 <= hi
     assert hits["floor"] >= 0.93 * 400 and hits["own"] < hits["floor"], hits

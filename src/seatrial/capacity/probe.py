@@ -2,11 +2,17 @@
 judged by the share of good requests and its interval.
 
 - Size: the first run sends :func:`requests_for` requests, enough for the interval's lower bound to clear
-  the target when the true attainment lies halfway between the target and 1. An INCONCLUSIVE probe (the
-  interval straddles the target) gets another run of that size at the same load, up to ``max_requests``;
-  every run's requests are pooled.
-- Clusters: each run's requests are cut into consecutive batches in send order (requests that shared the
-  server's queue are not independent), so the interval is the cluster-aware Wilson interval.
+  the target when the true attainment lies halfway between the target and 1 and outcomes are independent.
+  An INCONCLUSIVE probe (the interval straddles the target) gets another run at the same load, of what
+  that size needs at the design effect measured so far (at least the first run's size), up to
+  ``max_requests``; every run's requests are pooled.
+- Clusters: each run's requests are cut into consecutive batches in send order, each twice the good/bad
+  series' correlation time long (requests that shared the server's queue are not independent;
+  :func:`seatrial.stats.proportions.data_batches`), and that correlation time is the least design effect
+  of the cluster-aware Wilson interval. That time is at least a multiple of the others the run held in
+  flight (:func:`seatrial.stats.proportions.least_correlation`): 5 x for an open loop (a queue fed at a
+  rate keeps outcomes alike for several lifetimes, and a short series cannot see it), 0.5 x for a closed
+  one (its users wait for their answers: benchmarks/attainment_coverage.py measures both).
 - Verdict: MEETS when the lower bound is at least the target, MISSES when the upper bound is below it,
   INCONCLUSIVE otherwise; INVALID when a run failed bench's validity gate twice (the client fell behind,
   or the delivered rate was off). A failed request is a request that was not good, never invalidity.
@@ -14,6 +20,7 @@ judged by the share of good requests and its interval.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -23,11 +30,9 @@ from seatrial.load.records import RequestRecord
 from seatrial.runs.summaries.base import Distribution
 from seatrial.runs.summaries.capacity import Probe, ProbeServer, ProbeVerdict
 from seatrial.stats import distribution
-from seatrial.stats.proportions import Share, batches, share_ci, wilson
+from seatrial.stats.proportions import Share, data_batches, least_correlation, share_ci, wilson
 
 MIN_REQUESTS = 10
-BATCHES_PER_RUN = 8
-MIN_BATCH = 5
 
 #: runs one level at ``load`` with ``requests`` measured requests
 RunLevel = Callable[[float, int], Awaitable[LevelOutcome]]
@@ -48,15 +53,23 @@ class Judged:
     verdict: ProbeVerdict
 
 
-def judge(runs: list[list[RequestRecord]], slo: dict[str, float], target: float, confidence: float) -> Judged:
-    good, total = [], []
-    for records in runs:
+def judge(
+    runs: list[list[RequestRecord]],
+    slo: dict[str, float],
+    target: float,
+    confidence: float,
+    floors: list[float] | None = None,
+) -> Judged:
+    """The probe's share of good requests over its runs, each cut into batches of its own correlation time,
+    at least its run's floor (``floors``: :func:`least_correlation` of what each run held in flight)."""
+    good, total, taus = [], [], [1.0]
+    for i, records in enumerate(runs):
         ordered = sorted(records, key=lambda r: r.sent_ms)
-        outcomes = [is_good(r, slo) for r in ordered]
-        g, t = batches(outcomes, min(BATCHES_PER_RUN, max(1, len(outcomes) // MIN_BATCH)))
+        g, t, tau = data_batches([is_good(r, slo) for r in ordered], floors[i] if floors else 1.0)
         good += g
         total += t
-    share = share_ci(good, total, confidence)
+        taus.append(tau)
+    share = share_ci(good, total, confidence, min_deff=max(taus))
     lo, hi = share.ci
     verdict: ProbeVerdict = "MEETS" if lo >= target else "MISSES" if hi < target else "INCONCLUSIVE"
     return Judged(share, verdict)
@@ -76,16 +89,18 @@ async def probe(
     outcomes: list[LevelOutcome] = []
     invalid: list[LevelOutcome] = []
     judged: Judged | None = None
-    while sum(len(o.records) for o in outcomes) < most:
-        size = min(first, most - sum(len(o.records) for o in outcomes))
-        outcome = await run_level(load, size)
+    while (used := sum(len(o.records) for o in outcomes)) < most:
+        # the next run: what the interval needs at the design effect seen so far, at least ``first``
+        need = math.ceil(first * judged.share.deff) - used if judged else first
+        outcome = await run_level(load, min(max(first, need), most - used))
         if not outcome.summary.valid:
             invalid.append(outcome)
             if len(invalid) >= 2:
                 break
             continue
         outcomes.append(outcome)
-        judged = judge([o.records for o in outcomes], slo, target, confidence)
+        floors = [least_correlation(o.summary.delivery.mean_in_flight, rate_mode) for o in outcomes]
+        judged = judge([o.records for o in outcomes], slo, target, confidence, floors)
         if judged.verdict != "INCONCLUSIVE":
             break
     return _probe(load, rate_mode, slo, outcomes, invalid, judged)

@@ -313,7 +313,13 @@ def level_summary(
             "prompt_token_mismatches": prompt_mismatches(records),
             "goodput": None
             if cfg.load.goodput is None
-            else goodput(records, cfg.load.goodput, duration_s(records)),
+            else goodput(
+                records,
+                cfg.load.goodput,
+                duration_s(records),
+                in_flight=delivery.mean_in_flight,
+                open_loop=level.open_loop,
+            ),
             "valid": not reasons,
             "invalid_reasons": reasons,
             "notes": level_flags(server, cfg, len(records)),

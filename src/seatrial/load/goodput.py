@@ -3,8 +3,10 @@
 A request is *good* when it succeeded and meets every bound of the SLO (``ttft_ms``, ``tpot_ms``,
 ``e2e_ms``, in milliseconds: value <= bound). A request with fewer than two output tokens has no TPOT
 and meets a TPOT bound (vLLM counts its TPOT as 0). Attainment is good / measured requests, failed ones
-included, with a Wilson interval (seatrial.stats.proportions): clustered by client worker when several
-workers shared the level, and by the caller's clusters (consecutive batches, server starts) where given.
+included, with a Wilson interval (seatrial.stats.proportions) over batches of consecutive requests in send
+order, each twice the good/bad series' correlation time long (at least a multiple of the others the level
+held in flight: seatrial.stats.proportions.least_correlation), that time the interval's least design
+effect: requests that shared the server's queue are not independent, whichever client worker sent them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 
 from seatrial.load.records import RequestRecord
 from seatrial.runs.summaries.bench import Goodput
-from seatrial.stats.proportions import share_ci
+from seatrial.stats.proportions import data_batches, least_correlation, share_ci
 
 SLO_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms")
 
@@ -69,20 +71,16 @@ def goodput(
     slo: dict[str, float],
     duration_s: float,
     confidence: float = 0.95,
-    clusters: Sequence[int] | None = None,
+    in_flight: float = 0.0,
+    open_loop: bool = False,
 ) -> Goodput:
-    """The level's goodput over ``records`` (measured ones); ``clusters`` names each record's cluster
-    (default: its client worker, one cluster when a single client sent them all)."""
-    keys = list(clusters) if clusters is not None else [r.worker or 0 for r in records]
-    good_by: dict[int, int] = {}
-    total_by: dict[int, int] = {}
-    good_tokens = 0
-    for rec, key in zip(records, keys, strict=True):
-        ok = is_good(rec, slo)
-        good_by[key] = good_by.get(key, 0) + ok
-        total_by[key] = total_by.get(key, 0) + 1
-        good_tokens += (rec.output_tokens or 0) if ok else 0
-    share = share_ci([good_by[k] for k in total_by], list(total_by.values()), confidence)
+    """The level's goodput over ``records`` (measured ones), which held ``in_flight`` requests in flight on
+    average under an open or a closed loop."""
+    ordered = sorted(records, key=lambda r: r.sent_ms)
+    outcomes = [is_good(r, slo) for r in ordered]
+    good_tokens = sum(r.output_tokens or 0 for r, ok in zip(ordered, outcomes, strict=True) if ok)
+    good, total, tau = data_batches(outcomes, least_correlation(in_flight, open_loop))
+    share = share_ci(good, total, confidence, min_deff=tau)
     return Goodput(
         slo=slo,
         good=share.successes,

@@ -13,10 +13,10 @@ Definitions (also in docs/statistics.md)
   clusters deff cannot be estimated and the plain interval is used (said in ``method``).
 - Batches from the data (:func:`data_batches`): outcomes in send order are cut into consecutive batches
   ``BATCH_TIMES`` times their correlation time long: the series' integrated autocorrelation time (Sokal's
-  window), and at least ``TAU_PER_IN_FLIGHT`` times the requests that were in flight together (a short
-  series underestimates its own correlation). That correlation time is also the least design effect of
-  the share (``share_ci``'s ``min_deff``): independent outcomes keep the plain Wilson interval, a queue
-  that keeps outcomes alike for many requests widens it to what its correlation allows.
+  window), and at least a floor from the requests that were in flight together (:func:`least_correlation`:
+  a short series underestimates its own correlation). That correlation time is also the least design
+  effect of the share (``share_ci``'s ``min_deff``): independent outcomes keep the plain Wilson interval, a
+  queue that keeps outcomes alike for many requests widens it to what its correlation allows.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ from dataclasses import dataclass
 MIN_CLUSTERS = 4
 BATCH_TIMES = 2.0  # batch length / integrated autocorrelation time (benchmarks/attainment_coverage.py)
 SOKAL_WINDOW = 5.0  # the autocorrelation sum stops at the first lag M >= 5 tau(M)
-TAU_PER_IN_FLIGHT = 5.0  # least correlation time per request in flight (measured 2.3-4.6 at capacity)
+# least correlation time per other request in flight (benchmarks/attainment_coverage.py, both loops)
+OPEN_TAU_PER_OTHER = 5.0  # Poisson arrivals: a queue the rate feeds keeps outcomes alike 2.3-4.6 x L long
+CLOSED_TAU_PER_OTHER = 0.5  # users that wait for their answers: no queue outgrows them
 
 
 def z_two_sided(confidence: float) -> float:
@@ -139,19 +141,20 @@ def correlation_time(outcomes: Sequence[bool]) -> float:
     return max(1.0, float(tau))
 
 
-def queue_correlation(outcomes: Sequence[bool], in_flight: float) -> float:
-    """The correlation time (in requests) of outcomes that shared a server with ``in_flight`` requests in
-    it on average: the series' own estimate, and at least ``TAU_PER_IN_FLIGHT`` x ``in_flight`` (a short
-    series cannot see its own correlation: near capacity a queue keeps outcomes alike for several
-    lifetimes of requests; benchmarks/attainment_coverage.py measures the ratio)."""
-    return max(correlation_time(outcomes), TAU_PER_IN_FLIGHT * max(in_flight, 0.0), 1.0)
+def least_correlation(in_flight: float, open_loop: bool) -> float:
+    """The least correlation time (in requests) of outcomes that shared a server with ``in_flight`` requests
+    in it on average: a multiple of the others in flight, larger for an open loop than for a closed one (a
+    short series cannot see its own correlation; benchmarks/attainment_coverage.py measures both)."""
+    per = OPEN_TAU_PER_OTHER if open_loop else CLOSED_TAU_PER_OTHER
+    return per * max(in_flight - 1.0, 0.0)
 
 
-def data_batches(outcomes: Sequence[bool], in_flight: float = 0.0) -> tuple[list[int], list[int], float]:
-    """``outcomes`` in send order cut into consecutive batches ``BATCH_TIMES`` x their correlation time
-    (:func:`queue_correlation`) long, batches of one where they are independent: the successes and totals
-    of each, and the correlation time (the least design effect of their share)."""
-    tau = queue_correlation(outcomes, in_flight)
+def data_batches(outcomes: Sequence[bool], floor: float = 1.0) -> tuple[list[int], list[int], float]:
+    """``outcomes`` in send order cut into consecutive batches ``BATCH_TIMES`` x their correlation time long
+    (the series' own, at least ``floor``: :func:`least_correlation`), batches of one where they are
+    independent: the successes and totals of each, and the correlation time (the least design effect of
+    their share)."""
+    tau = max(correlation_time(outcomes), floor, 1.0)
     length = max(1, math.ceil(BATCH_TIMES * tau))
     good, total = batches(outcomes, max(1, len(outcomes) // length))
     return good, total, tau

@@ -1,0 +1,90 @@
+"""Attainment intervals over requests that shared a queue (issue 38 item 4): batches of the good/bad
+series' own correlation time, at least 5 x the requests an open loop held in flight, in capacity's probes
+and in bench's --goodput; a probe sizes its next run to what the interval needs at the design effect it saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+from seatrial.capacity.probe import judge, probe, requests_for
+from seatrial.load.bench import LevelOutcome
+from seatrial.load.goodput import goodput
+from seatrial.load.records import RequestRecord
+from seatrial.runs.summaries.bench import DeliveryStats, LevelSummary
+from seatrial.stats.proportions import OPEN_TAU_PER_OTHER, wilson
+
+SLO = {"ttft_ms": 100.0}
+
+
+def records(outcomes: list[bool], start: float = 0.0) -> list[RequestRecord]:
+    """One record per outcome, sent 10 ms apart, good ones at TTFT 50 ms, bad ones at 500 ms; listed in
+    reverse so that only an ordering by send time puts them back."""
+    rows = [
+        RequestRecord(f"r{i}", "measure", 1, ttft_ms=50.0 if ok else 500.0, e2e_ms=600.0, sent_ms=start + 10.0 * i,
+                      output_tokens=4, worker=i % 2)  # fmt: skip
+        for i, ok in enumerate(outcomes)
+    ]
+    return rows[::-1]
+
+
+def width(ci: list[float] | tuple[float, float]) -> float:
+    return ci[1] - ci[0]
+
+
+def test_bad_stretches_widen_the_goodput_interval_beyond_wilson() -> None:
+    # 240 requests, 90% good, the bad ones in 4 stretches of 6 (a queue that stayed long): the series'
+    # correlation time is several requests, so the interval is wider than the independent Wilson one,
+    # although two client workers alternated (clustering by worker would see two alike clusters)
+    pattern = ([True] * 54 + [False] * 6) * 4
+    g = goodput(records(pattern), SLO, 10.0)
+    lo, hi = wilson(216, 240)
+    assert g.good == 216 and g.total == 240
+    assert width(g.attainment_ci) > 1.5 * (hi - lo), (g.attainment_ci, (lo, hi), g.method)
+    assert "design effect" in g.method or "clusters" in g.method
+
+
+def test_an_open_loops_in_flight_floors_the_design_effect() -> None:
+    # independent outcomes keep about the Wilson interval; held at 9 in flight by an open loop they are
+    # counted as correlated over at least 5 x the 8 others
+    rng = random.Random(3)
+    pattern = [rng.random() < 0.9 for _ in range(400)]
+    closed = goodput(records(pattern), SLO, 10.0)
+    opened = goodput(records(pattern), SLO, 10.0, in_flight=9.0, open_loop=True)
+    assert width(closed.attainment_ci) < 1.3 * width(wilson(sum(pattern), 400)), closed
+    assert f"design effect {OPEN_TAU_PER_OTHER * 8:.3g}" in opened.method
+    assert width(opened.attainment_ci) > 4 * width(closed.attainment_ci)
+
+
+def test_the_probes_judge_uses_each_runs_in_flight() -> None:
+    runs = [records([i % 10 != 0 for i in range(300)]), records([i % 10 != 0 for i in range(300)], 5000.0)]
+    alone = judge(runs, SLO, 0.85, 0.95)
+    queued = judge(runs, SLO, 0.85, 0.95, [30.0, 10.0])
+    assert alone.verdict == "MEETS" and queued.verdict == "INCONCLUSIVE", (alone, queued)
+    assert queued.share.deff == 30.0  # the larger of the runs' correlation times
+
+
+def outcome(n: int, in_flight: float) -> LevelOutcome:
+    summary = LevelSummary(concurrency=1, delivery=DeliveryStats(mean_in_flight=in_flight))
+    return LevelOutcome(summary, records([True] * n))
+
+
+def test_a_probe_sizes_its_next_run_to_what_the_interval_needs() -> None:
+    asked: list[int] = []
+
+    async def run_level(load: float, size: int) -> LevelOutcome:
+        asked.append(size)
+        return outcome(size, 5.0)
+
+    first = requests_for(0.9, 0.95)
+    # an open loop at 5 in flight: design effect 5 x 4 = 20, so the second run asks for 20 x first in all
+    p = asyncio.run(probe(run_level, 2.0, True, SLO, 0.9, 0.95, first, 100 * first))
+    assert asked == [first, 20 * first - first] and p.verdict == "MEETS", (asked, p.verdict)
+    asked.clear()
+    capped = asyncio.run(probe(run_level, 2.0, True, SLO, 0.9, 0.95, first, 4 * first))
+    assert asked == [first, 3 * first] and capped.verdict == "INCONCLUSIVE", (asked, capped.verdict)
+    asked.clear()
+    # the same server in a closed loop: a floor of 0.5 x 4 = 2, and all good: the first run decides
+    closed = asyncio.run(probe(run_level, 2.0, False, SLO, 0.9, 0.95, first, 4 * first))
+    assert asked == [first] and closed.verdict == "MEETS", (asked, closed.verdict)
