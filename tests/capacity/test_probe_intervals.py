@@ -23,9 +23,15 @@ def records(outcomes: list[bool], start: float = 0.0) -> list[RequestRecord]:
     reverse so that only an ordering by send time puts them back."""
     rows = [
         RequestRecord(
-            f"r{i}", "measure", 1, ttft_ms=50.0 if ok else 500.0, e2e_ms=600.0, sent_ms=start + 10.0 * i,
-            output_tokens=4, worker=i % 2,
-        )  # fmt: skip
+            f"r{i}",
+            "measure",
+            1,
+            ttft_ms=50.0 if ok else 500.0,
+            e2e_ms=600.0,
+            sent_ms=start + 10.0 * i,
+            output_tokens=4,
+            worker=i % 2,
+        )
         for i, ok in enumerate(outcomes)
     ]
     return rows[::-1]
