@@ -21,7 +21,7 @@ pytestmark = pytest.mark.engine
 
 
 def bench_at(url: str, rate: float, slo: str, folder: Path) -> dict[str, Any]:
-    r = invoke(["bench", "--url", url, *WORKLOAD, "--rate", f"{rate:g}", "--requests", "40", "--warmup", "4",
+    r = invoke(["bench", "--url", url, *WORKLOAD, "--rate", f"{rate:g}", "--requests", "40", "--warmup", "10",
                 "--goodput", slo, "--max-error-rate", "1", "--allow-invalid", "--out", str(folder)])  # fmt: skip
     assert r.code == 0, r.output
     return dict(json.loads((folder / "summary.json").read_text())["levels"][0])

@@ -26,7 +26,7 @@ from seatrial.load.models import listed_models
 from seatrial.load.plancheck import check_plan
 from seatrial.load.pools import Pool, make_pool
 from seatrial.load.records import RequestRecord
-from seatrial.load.scheduler import Delivery, LevelLoad, frozen_heap, run_level
+from seatrial.load.scheduler import Delivery, LevelLoad, cooldown_count, frozen_heap, run_level
 from seatrial.load.share import Sending, WorkerClock, WorkerStats
 from seatrial.load.spans import SpanBook, answered
 from seatrial.load.timed import check_endpoint, load_label, open_load, schedule, session_stats, trace_stats
@@ -142,9 +142,10 @@ async def measure_level(
             held.append(rec)
         elif folder:
             folder.add_request(rec.to_json())
-        progress.record(rec)
+        if rec.phase != "cooldown":
+            progress.record(rec)
 
-    lead = load.warmup if load.warmup_leading else 0
+    lead = load.warmup if load.warmup_leading or leads(level) else 0
     if load.warmup and not lead:
         warm = await build_specs(wl, s.tokenizer, load.warmup, salt=2 * index)
         check_endpoint(warm, s.endpoint)
@@ -154,13 +155,13 @@ async def measure_level(
             warm, level, "warmup", f"L{index}-warm", warm_sender, keep, level_index=index
         )
         check_refused(warmed)
-    specs = await build_specs(
-        wl, s.tokenizer, lead + measured_requests(wl, load.requests), salt=2 * index + 1
-    )
+    measured = measured_requests(wl, load.requests)
+    tail = cooldown_count(level, measured) if WORKLOADS[wl.name].count is None else 0
+    specs = await build_specs(wl, s.tokenizer, lead + measured + tail, salt=2 * index + 1)
     check_endpoint(specs, s.endpoint)
     sender = make_sender(s.http, s.endpoint)
     block_size = await engine_block_size(s.http, s.metrics_url) if wl.name == "trace" else None
-    level = dataclasses.replace(level, lead=lead)
+    level = dataclasses.replace(level, lead=lead, cool_from=lead + measured if tail else None)
 
     def on_sample(sample: Sample) -> None:
         if folder:
@@ -175,10 +176,10 @@ async def measure_level(
             )
 
     delivery = Delivery()
-    left = [len(specs)]  # with workers: requests not yet back (the scraper's "in flight")
+    left = [lead + measured]  # with workers: requests not yet back (the scraper's "in flight")
     busy = (lambda: delivery.in_flight) if pool is None else (lambda: left[0])
     scraper = Scraper(s.http, s.metrics_url, load.scrape_interval_s, on_sample, busy)
-    progress.level_start(label, len(specs))
+    progress.level_start(label, lead + measured)
     await scraper.start()
     lag = LoopLag()  # the loop that reads the streams: this one, or each worker's (pooled ticks)
     merge, timing = None, None
@@ -207,6 +208,8 @@ async def measure_level(
                 if s.gpus is not None:
                     s.gpus.stop()
                 await scraper.stop()
+        served = len(records)  # every request the server saw in the level's window
+        records = [r for r in records if r.phase != "cooldown"]  # held the load; never measured
         check_refused(records)
         records = [r for r in records if r.phase == "measure"]  # a leading warm-up's are not measured
         # the engine's own timing: its spans, else what it stated in each answer (llama.cpp)
@@ -217,7 +220,7 @@ async def measure_level(
                 folder.add_request(rec.to_json())
     server = summarize(scraper.samples, scraper.failures) | {"scrape_filtered": scraper.filtered}
     workers = sorted(merge.workers, key=lambda w: w.worker) if merge is not None else []
-    summary = level_summary(records, delivery, cfg, level, server, lag.summary(), index=index)
+    summary = level_summary(records, delivery, cfg, level, server, lag.summary(), index=index, served=served)
     if wl.name == "trace":
         summary.trace = trace_stats(wl, specs, records, block_size)
     summary.notes += merge.notes if merge is not None else []
@@ -252,7 +255,7 @@ async def run_shares(
 
     def on_record(worker: int, rec: RequestRecord, clock: WorkerClock) -> None:
         keep(merge.add(worker, rec, clock))
-        left[0] -= 1
+        left[0] -= rec.phase != "cooldown"
 
     def on_start() -> int:
         merge.start_wall_ns, merge.start_perf_ns = start_times()
@@ -277,9 +280,11 @@ def level_summary(
     server: dict[str, Any],
     loop_lag: dict[str, float | None] | None = None,
     index: int = 0,
+    served: int | None = None,
 ) -> LevelSummary:
     """The level's metrics, server view, client self-checks (``loop_lag``: :class:`LoopLag` summary)
-    and validity."""
+    and validity; ``served`` the requests the server saw in the level's window (a leading warm-up and the
+    cool-down too; default: ``records``)."""
     cpu_wait = (loop_lag or {}).get("cpu_wait_ms")
     shape = level.gap_shape
     reasons = invalid_reasons(
@@ -322,7 +327,7 @@ def level_summary(
             ),
             "valid": not reasons,
             "invalid_reasons": reasons,
-            "notes": level_flags(server, cfg, len(records)),
+            "notes": level_flags(server, cfg, len(records) if served is None else served),
         }
     )
 
@@ -371,6 +376,13 @@ def level_flags(server: dict[str, Any], cfg: BenchConfig, requests: int) -> list
             "prompts were served from cache (sent before, or repeated), so TTFT is lower for the wrong reason"
         )
     return notes
+
+
+def leads(level: LevelLoad) -> bool:
+    """An open loop at a rate sends its warm-up as the start of its own stream, so that its queue is in its
+    steady state when the measured requests begin (a warm-up level of its own would drain before them); a
+    closed loop's, a ramp's and a timed workload's warm-up is a level of its own."""
+    return level.rate is not None and level.ramp is None and not level.timed
 
 
 def level_loads(cfg: BenchConfig) -> list[LevelLoad]:

@@ -109,8 +109,8 @@ class LoadConfig(BaseModel):
     ramp_up_end: float | None = _S("ramp_up_end")
     requests: int = _S("requests")
     warmup: int = _S("warmup")
-    # the warm-up sent as the start of the measured level's own stream (open loop: the queue reaches its
-    # steady state before measurement), not as a level of its own before it
+    # the warm-up sent as the start of the measured level's own stream, not as a level of its own before it
+    # (an open loop at a rate always leads: load.bench.leads)
     warmup_leading: bool = False
     timeout_s: float = _S("timeout_s")
     stall_timeout_s: float = _S("stall_timeout_s")

@@ -84,10 +84,11 @@ def _parts(specs: list[RequestSpec], level: LevelLoad, workers: int) -> list[tup
     n, cap = len(specs), max(1, level.concurrency)
     used = max(1, min(workers, cap))
     users = _even(cap, used)
-    if not level.open_loop:
+    if not level.open_loop:  # contiguous blocks by users, of the measured requests and of the cool-down
         before = [sum(users[:w]) for w in range(used + 1)]
-        bounds = [n * u // cap for u in before]
-        return [(users[w], list(range(bounds[w], bounds[w + 1])), None) for w in range(used)]
+        cut = n if level.cool_from is None else level.cool_from
+        block = lambda lo, hi, w: list(range(lo + (hi - lo) * before[w] // cap, lo + (hi - lo) * before[w + 1] // cap))  # noqa: E731
+        return [(users[w], block(0, cut, w) + block(cut, n, w), None) for w in range(used)]
     offsets = schedule_offsets(level, specs)
     owner = _owners(specs, used)
     parts: list[tuple[int, list[int], list[float] | None]] = []
@@ -157,10 +158,11 @@ class Merge:
     def worker_died(self, share: WorkerShare, why: str) -> list[RequestRecord]:
         """Failed records for the share's requests that never came back."""
         worker, sending, lost = share.worker, share.sending, []
+        cool_from = share.load.cool_from
         for i, spec in zip(share.indices, share.specs, strict=True):
             rid = f"{sending.id_prefix}-{i:05d}"
-            if rid in self.finished:
-                continue
+            if rid in self.finished or (cool_from is not None and i >= cool_from):
+                continue  # a cool-down request is no loss: it was never to be measured
             rec = RequestRecord(request_id=rid, phase=sending.phase, concurrency=self.concurrency,
                                 expected_output_tokens=spec.output_len if spec.ignore_eos else None, kind=spec.kind,
                                 error=f"client worker {worker} died before this request finished: {why}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Phase = Literal["warmup", "measure"]
+Phase = Literal["warmup", "measure", "cooldown"]
 
 
 @dataclass

@@ -107,6 +107,7 @@ class LevelLoad:
     ramp: Ramp | None = None
     timed: bool = False
     think_s: float = 0.0
+    cool_from: int | None = None
 
     @property
     def open_loop(self) -> bool:
@@ -119,6 +120,18 @@ class LevelLoad:
         if self.rate is None or self.timed or self.ramp is not None:
             return None
         return {"poisson": 1.0, "constant": math.inf}.get(self.arrival, self.burstiness)
+
+
+def cooldown_count(level: LevelLoad, measured: int) -> int:
+    """Requests built beyond a level's measured ones to hold its load while they finish (only those needed
+    are sent): a closed loop's users, twice over; a quarter of an open loop's arrivals (a drain shorter than
+    a quarter of the level, as in any level of at least 4x the requests in flight). None for a ramp of
+    rates or a timed workload's own schedule (a trace, conversations): their load is their own."""
+    if level.timed or level.ramp is not None or measured < 1:
+        return 0
+    if level.open_loop:
+        return max(1, measured // 4)
+    return 2 * min(level.concurrency, measured)
 
 
 def ramp_rate(ramp: Ramp, i: int, n: int) -> float:
@@ -201,13 +214,24 @@ async def _run(
     records: list[RequestRecord] = []
     t0 = time.perf_counter_ns() if start_ns is None else start_ns
     last_dispatch = [t0]
+    cool_from = load.cool_from if load.cool_from is not None else math.inf
+    level_index_of = (lambda i: load.indices[i]) if load.indices else (lambda i: i)
+    others = [  # not yet done, but the cool-down
+        len(specs) if load.cool_from is None else sum(level_index_of(i) < cool_from for i in range(len(specs)))
+    ]
+    measured_done = asyncio.Event()
+    if others[0] == 0:  # a worker's share of the cool-down alone
+        measured_done.set()
 
     async def one(i: int, scheduled_ns: int, cap_wait_ns: int = 0) -> None:
         spec = specs[i]
-        index = load.indices[i] if load.indices else i
+        index = level_index_of(i)
+        cooling = index >= cool_from
+        if cooling and measured_done.is_set():
+            return  # the level is over: a cool-down request not yet sent is never sent
         rec = RequestRecord(
             request_id=f"{id_prefix}-{index:05d}",
-            phase="warmup" if index < load.lead else phase,
+            phase="warmup" if index < load.lead else "cooldown" if cooling else phase,
             concurrency=load.concurrency,
             expected_output_tokens=spec.output_len if spec.ignore_eos else None,
             expected_prompt_tokens=spec.expected_prompt_tokens,
@@ -226,21 +250,44 @@ async def _run(
         try:
             await send(spec, rec)
         except asyncio.CancelledError:
-            rec.error = "interrupted"
+            rec.error = COOLDOWN_CANCELLED if cooling and measured_done.is_set() else "interrupted"
             raise
         finally:
             delivery.mark(-1)
             records.append(rec)
             on_record(rec)
+            if not cooling:
+                others[0] -= 1
+                if others[0] == 0:
+                    measured_done.set()
 
     if not load.open_loop:
-        await _closed_loop(len(specs), load.concurrency, one)
+        sending = _closed_loop(len(specs), load.concurrency, one)
     else:
-        await _open_loop(specs, load, t0, one)
+        sending = _open_loop(specs, load, t0, one)
+    await (_until(sending, measured_done) if load.cool_from is not None else sending)
+    if load.open_loop:
         delivery.note_arrivals(records)
     delivery.dispatched = len(records)
     delivery.close(last_dispatch[0])
     return records, delivery
+
+
+COOLDOWN_CANCELLED = "cool-down request cancelled: the level's measured requests were done"
+
+
+async def _until(sending: Awaitable[None], done: asyncio.Event) -> None:
+    """Runs ``sending`` until it ends or ``done`` is set, then cancels what it still sends (the cool-down);
+    cancelled itself, it cancels ``sending`` first."""
+    task = asyncio.ensure_future(sending)
+    waiter = asyncio.ensure_future(done.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 def arrival_rates(records: list[RequestRecord]) -> tuple[float | None, float | None]:
@@ -318,10 +365,15 @@ async def _open_loop(
         await gated(i, due_ns)
 
     tasks = [asyncio.create_task(follows(i)) for i in parent]
-    for i in sorted((i for i in range(len(specs)) if i not in parent), key=lambda i: due[i]):
-        await _sleep_until(due[i])
-        tasks.append(asyncio.create_task(gated(i, due[i])))
-    await asyncio.gather(*tasks)
+    try:
+        for i in sorted((i for i in range(len(specs)) if i not in parent), key=lambda i: due[i]):
+            await _sleep_until(due[i])
+            tasks.append(asyncio.create_task(gated(i, due[i])))
+        await asyncio.gather(*tasks)
+    finally:  # cancelled (the cool-down, an interrupt): so are the requests it had sent
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 @contextlib.contextmanager
