@@ -48,7 +48,7 @@ def requests_for(target: float, confidence: float) -> int:
 
 
 @dataclass
-class Judged:
+class ProbeJudgement:
     share: Share
     verdict: ProbeVerdict
 
@@ -59,7 +59,7 @@ def judge(
     target: float,
     confidence: float,
     floors: list[float] | None = None,
-) -> Judged:
+) -> ProbeJudgement:
     """The probe's share of good requests over its runs, each cut into batches of its own correlation time,
     at least its run's floor (``floors``: :func:`least_correlation` of what each run held in flight)."""
     good, total, taus = [], [], [1.0]
@@ -72,7 +72,7 @@ def judge(
     share = share_ci(good, total, confidence, min_deff=max(taus))
     lo, hi = share.ci
     verdict: ProbeVerdict = "MEETS" if lo >= target else "MISSES" if hi < target else "INCONCLUSIVE"
-    return Judged(share, verdict)
+    return ProbeJudgement(share, verdict)
 
 
 async def probe(
@@ -88,7 +88,7 @@ async def probe(
     """Runs at ``load`` until the interval decides, the requests reach ``most``, or a run is invalid twice."""
     outcomes: list[LevelOutcome] = []
     invalid: list[LevelOutcome] = []
-    judged: Judged | None = None
+    judged: ProbeJudgement | None = None
     while (used := sum(len(o.records) for o in outcomes)) < most:
         # the next run: what the interval needs at the design effect seen so far, at least ``first``
         need = math.ceil(first * judged.share.deff) - used if judged else first
@@ -112,7 +112,7 @@ def _probe(
     slo: dict[str, float],
     outcomes: list[LevelOutcome],
     invalid: list[LevelOutcome],
-    judged: Judged | None,
+    judged: ProbeJudgement | None,
 ) -> Probe:
     records = [r for o in outcomes for r in o.records]
     ok = [r for r in records if r.ok]

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from seatrial.load.settings import (
     Arrival,
     BenchSettings,
-    Endpoint,
+    EndpointName,
     RampUp,
     Stamps,
     TraceFormat,
@@ -163,7 +163,7 @@ class ServerTarget(BaseModel):
     url: str
     model: str | None = _S("model")
     tokenizer: Path | None = _S("tokenizer")
-    endpoint: Endpoint = _S("endpoint")
+    endpoint: EndpointName = _S("endpoint")
     api_key_env: str = _S("api_key_env")
     metrics_url: str | None = _S("metrics_url")
     # vLLM's continuous_usage_stats: exact tokens per chunk, at a cost in the server's API process that

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Endpoint = Literal["completions", "chat"]
+EndpointName = Literal["completions", "chat"]  # the API a level sends to (load.client.Endpoint: where, how)
 Stamps = Literal["kernel", "user"]
 Arrival = Literal["poisson", "constant", "gamma"]
 RampUp = Literal["linear", "exponential"]
@@ -97,7 +97,7 @@ class BenchSettings(ClientSettings):
     # the server
     model: str | None = Field(None, description="Model name; default: the server's first model")
     tokenizer: Path | None = Field(None, description="Local tokenizer.json or its folder")
-    endpoint: Endpoint = Field("completions", description="completions|chat")
+    endpoint: EndpointName = Field("completions", description="completions|chat")
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the API key")
     metrics_url: str | None = Field(None, description="Prometheus endpoint; default URL/metrics")
     continuous_usage: bool = Field(
