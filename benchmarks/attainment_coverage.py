@@ -43,9 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from batching_law import closed_loop, mser5, simulate, true_capacity
 
-from seatrial.server.batching import BatchLaw
 from seatrial.stats import proportions
 from seatrial.stats.proportions import batches, share_ci
+from seatrial.testing.batching import BatchLaw
 
 SLO = {"ttft_ms": 500.0, "tpot_ms": 40.0}
 N_OUT = 64

@@ -1,4 +1,4 @@
-"""The continuous-batching law of the synthetic server (seatrial.server.batching), simulated exactly, and
+"""The continuous-batching law of the synthetic server (seatrial.testing.batching), simulated exactly, and
 its true steady-state capacity for an SLO and an attainment.
 
 ``simulate``: an event simulation of the law, step by step in the law's own time (runs of steps in
@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from seatrial.server.batching import BatchLaw
+from seatrial.testing.batching import BatchLaw
 
 MSER_BATCH = 5
 

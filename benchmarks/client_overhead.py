@@ -31,7 +31,7 @@ import numpy as np
 
 from seatrial.runs.folder import read_jsonl
 from seatrial.server.engine import engine_python
-from seatrial.server.synthetic import start_process
+from seatrial.testing.server import start_process
 
 VLLM_CLIENT = """
 import asyncio, json, sys, aiohttp

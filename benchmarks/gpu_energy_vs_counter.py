@@ -24,7 +24,7 @@ from seatrial.load.config import BenchConfig
 from seatrial.report.html import write_report
 from seatrial.runs.folder import RunFolder
 from seatrial.runs.summaries.bench import BenchSummary
-from seatrial.server.synthetic import start_process
+from seatrial.testing.server import start_process
 
 TARGET = 0.05
 OUTPUT_LEN, ITL_MS = 100, 10.0  # one request streams for about 1 s

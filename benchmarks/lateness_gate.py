@@ -39,8 +39,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from seatrial.runs.folder import read_jsonl
-from seatrial.server.synthetic import start_process
 from seatrial.stats.proportions import wilson
+from seatrial.testing.server import start_process
 
 SEATRIAL = [sys.executable, "-m", "seatrial.cli.app"]
 HOG = "while True: pass"

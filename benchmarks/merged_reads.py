@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from seatrial.runs.folder import read_jsonl
-from seatrial.server.synthetic import start_process
+from seatrial.testing.server import start_process
 
 
 def stamps(url: str) -> dict[str, list[int]]:

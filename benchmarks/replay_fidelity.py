@@ -36,7 +36,7 @@ import numpy as np
 
 from seatrial.runs.folder import read_jsonl
 from seatrial.server.engine import engine_python, make_tiny_model
-from seatrial.server.synthetic import start_process
+from seatrial.testing.server import start_process
 
 VLLM_DRIVER = """
 import argparse, json, sys

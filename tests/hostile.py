@@ -1,6 +1,6 @@
 """A tiny OpenAI-compatible server that answers what a test tells it to: a ``/v1/models`` body, a
 ``/tokenize`` body, an HTTP status for every request, and a stream whose chunks turn bad from a given
-request on. It runs in a thread (as ``seatrial.server.synthetic.ThreadedServer``); the synthetic server
+request on. It runs in a thread (as ``seatrial.testing.server.ThreadedServer``); the synthetic server
 stays the honest one."""
 
 from __future__ import annotations

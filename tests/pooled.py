@@ -15,7 +15,7 @@ from seatrial.load.config import BenchConfig
 from seatrial.load.pools import Pool
 from seatrial.load.scheduler import LevelLoad
 from seatrial.load.share import Sending
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
 def sending(url: str = "http://127.0.0.1:9", model: str = "m") -> Sending:

@@ -19,7 +19,7 @@ from tests.clirun import invoke
 from typer.testing import CliRunner
 
 from seatrial.cli.app import app
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
 def _float_flags() -> list[tuple[tuple[str, ...], str]]:

@@ -43,7 +43,7 @@ def test_exit_codes_reach_the_shell(tmp_path) -> None:
     import subprocess
     import sys
 
-    from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+    from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
     with ThreadedServer(SyntheticConfig(fault="http500", fault_every=1, itl_s=0.001)) as srv:
         cmd = [

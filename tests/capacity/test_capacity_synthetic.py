@@ -14,8 +14,8 @@ from tests.clirun import invoke
 from seatrial.load.goodput import is_good, parse_slo
 from seatrial.load.records import RequestRecord
 from seatrial.runs.folder import read_jsonl
-from seatrial.server.synthetic import start_process
 from seatrial.stats.proportions import wilson
+from seatrial.testing.server import start_process
 
 #: 4 slots, 10 ms to the first token, 5 ms per token: a 20-token request holds a slot ~105 ms (~38 req/s)
 SLOTS, TTFT_MS, ITL_MS, OUT = 4, 10.0, 5.0, 20

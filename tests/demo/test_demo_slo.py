@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from seatrial.demo import DEMO_CAPACITY_WORKLOAD, DemoContext, single_user_slo
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
 def test_the_slo_is_the_capacity_workload_s_one_user_ttft_plus_half_its_e2e(tmp_path: Path) -> None:

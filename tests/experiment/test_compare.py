@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from tests.clirun import invoke
 
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
 @pytest.fixture(scope="module")

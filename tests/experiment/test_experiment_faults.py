@@ -162,7 +162,7 @@ def test_resume_knows_what_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     from seatrial.experiment import run_experiment
 
     serve = tmp_path / "serve.py"
-    serve.write_text("import runpy\nrunpy.run_module('seatrial.server.synthetic', run_name='__main__')\n")
+    serve.write_text("import runpy\nrunpy.run_module('seatrial.testing.server', run_name='__main__')\n")
     doc = plan_doc(treatments=[{"name": "itl-2", "args": ["--itl-ms", "2"]}])
     doc["serve"]["command"] = [sys.executable, str(serve), "--port", "{port}", "--ttft-ms", "5"]
     plan = load_plan(write_plan(tmp_path, doc))
@@ -212,4 +212,4 @@ def test_the_engine_version_is_read_beside_the_serve_commands_python() -> None:
         [str(python), "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert engine_version([str(python), "-m", "vllm.entrypoints.openai.api_server"]) == expected
-    assert engine_version([sys.executable, "-m", "seatrial.server.synthetic"]) is None  # no vLLM there
+    assert engine_version([sys.executable, "-m", "seatrial.testing.server"]) is None  # no vLLM there

@@ -23,7 +23,7 @@ from seatrial.experiment import load_plan, run_experiment, schedule
 from seatrial.experiment.plan import order_warnings
 from seatrial.runs import read_jsonl
 
-SERVER = [sys.executable, "-m", "seatrial.server.synthetic", "--port", "{port}", "--ttft-ms", "5"]
+SERVER = [sys.executable, "-m", "seatrial.testing.server", "--port", "{port}", "--ttft-ms", "5"]
 
 
 def wrapped(case: str) -> list[str]:

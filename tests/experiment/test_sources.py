@@ -11,7 +11,7 @@ from tests.clirun import invoke
 
 from seatrial.experiment.sources import level_values
 from seatrial.runs import read_jsonl
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
 def _row(request_id: str, ttft_ms: float, **extra: Any) -> dict[str, Any]:

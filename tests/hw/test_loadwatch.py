@@ -18,7 +18,7 @@ from seatrial.hw.loadwatch import LevelWatch, NodeGpus
 from seatrial.hw.nvml import Nvml
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 from .fake_nvml import FakeNvmlLib
 

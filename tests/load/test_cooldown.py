@@ -16,7 +16,7 @@ from seatrial.load.distributed import split
 from seatrial.load.scheduler import COOLDOWN_CANCELLED, LevelLoad, cooldown_count
 from seatrial.load.workloads import RequestSpec
 from seatrial.runs.folder import RunFolder, read_jsonl
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
 def bench(url: str, out: Path, **load: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:

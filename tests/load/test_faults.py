@@ -10,7 +10,7 @@ import pytest
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
 from seatrial.runs.folder import RunFolder, read_jsonl
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
 def bench_cfg(url: str, **load: object) -> BenchConfig:

@@ -14,7 +14,7 @@ import pytest
 from tests.clirun import ctrl_c_reaches
 
 from seatrial.runs.folder import read_jsonl
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
 def test_sigint_leaves_partial_run_folder(tmp_path: Path) -> None:

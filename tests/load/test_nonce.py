@@ -16,7 +16,7 @@ from seatrial.load.bench import level_flags
 from seatrial.load.config import BenchConfig, WorkloadConfig
 from seatrial.load.tokenize import ServerTokenizer
 from seatrial.load.workloads import RequestSpec, build_specs
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
 @pytest.fixture(scope="module")

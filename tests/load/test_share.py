@@ -17,7 +17,7 @@ from seatrial.load.records import RequestRecord
 from seatrial.load.scheduler import LevelLoad
 from seatrial.load.share import WorkerClock, WorkerShare, WorkerStats, pack, unpack
 from seatrial.load.workloads import RequestSpec
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
 def _specs(n: int) -> list[RequestSpec]:

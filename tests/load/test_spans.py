@@ -23,7 +23,7 @@ from seatrial.load.spans import SpanBook, trace_id
 from seatrial.runs.folder import RunFolder, read_jsonl
 from seatrial.server.otlp import PROTOBUF, SpanReceiver, encode_spans, parse_listen
 from seatrial.server.process import free_port
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
 def post(url: str, body: bytes, content_type: str = PROTOBUF, encoding: str | None = None) -> tuple[int, bytes]:

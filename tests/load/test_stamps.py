@@ -21,7 +21,7 @@ from seatrial.load.metrics import client_timing
 from seatrial.load.records import RequestRecord
 from seatrial.load.stamps import StampedSocket
 from seatrial.load.workloads import RequestSpec
-from seatrial.server.synthetic import start_process
+from seatrial.testing.server import start_process
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="kernel receive stamps are Linux-only")
 

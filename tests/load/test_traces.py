@@ -21,7 +21,7 @@ from seatrial.load.workloads import build_specs, measured_requests
 from seatrial.load.workloads.replay import prefix_hits_allowed, scaled
 from seatrial.load.workloads.spec import RequestSpec
 from seatrial.load.workloads.traces import read_trace
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 DATA = Path(__file__).parent / "data" / "traces"
 CHAIN = DATA / "mooncake_conversation_chain.jsonl"

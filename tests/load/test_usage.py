@@ -11,7 +11,7 @@ from seatrial.load.client import Endpoint, new_http, send
 from seatrial.load.metrics import client_timing
 from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import RequestSpec
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 OUTPUT = 8
 

@@ -23,7 +23,7 @@ from seatrial.load.share import WorkerClock, WorkerShare
 from seatrial.load.worker import run_share
 from seatrial.load.workloads import RequestSpec
 from seatrial.runs import read_jsonl
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer, start_process
+from seatrial.testing.server import SyntheticConfig, ThreadedServer, start_process
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from seatrial.load.config import BenchConfig, WorkloadConfig
 from seatrial.load.tokenize import ServerTokenizer
 from seatrial.load.workloads import LANGUAGES, TASKS, RequestSpec, build_specs
 from seatrial.runs.folder import RunFolder, read_jsonl
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
 def specs_for(url: str, count: int, **wl: object) -> list[RequestSpec]:

@@ -10,7 +10,7 @@ from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
 from seatrial.report.html import write_report
 from seatrial.runs.folder import RunFolder
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 from .chromium import drawn_pixels, screenshot
 

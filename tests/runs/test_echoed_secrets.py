@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 KEY = "sk-echoed-KEY-5150"
 PASSWORD = "pw-echoed-PASS-1984"

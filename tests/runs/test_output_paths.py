@@ -19,7 +19,7 @@ import typer.main
 from tests.clirun import invoke
 
 from seatrial.cli.app import app
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 FLAGS = ("--json", "--out", "--history")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 KEY = "sk-planted-KEY-4711"
 PASSWORD = "pw-planted-PASS-0815"

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from benchmarks.batching_law import mser5, simulate, true_capacity
 
-from seatrial.server.batching import BatchLaw
-from seatrial.server.synthetic import start_process
+from seatrial.testing.batching import BatchLaw
+from seatrial.testing.server import start_process
 
 
 def test_the_simulation_of_one_slot_is_m_d_1() -> None:

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from seatrial.server.prom import filtered_url, parse_metrics
 from seatrial.server.scrape import Sample, Scraper, summarize
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 VLLM_V1 = """\
 # HELP vllm:num_requests_running Number of requests in model execution batches.

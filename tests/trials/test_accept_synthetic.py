@@ -20,7 +20,7 @@ from seatrial.cli.app import app
 from seatrial.runs.folder import read_jsonl
 from seatrial.runs.result import TrialResult
 from seatrial.runs.summaries.accept import AcceptSummary
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 from seatrial.trials import run_accept
 
 PROFILE = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 from seatrial.trials import run_accept
 
 PROFILE = """

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from seatrial.load.records import RequestRecord
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 from seatrial.trials import mixed, run_accept
 from seatrial.trials.mixed import long_share
 

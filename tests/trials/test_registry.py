@@ -14,7 +14,7 @@ from pydantic import Field
 from seatrial.errors import ConfigError
 from seatrial.report.sections.trials import PLOTS
 from seatrial.runs.result import TrialResult
-from seatrial.server.synthetic import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import SyntheticConfig, ThreadedServer
 from seatrial.trials import TRIAL_NAMES, run_accept
 from seatrial.trials.configs import TrialConfig
 from seatrial.trials.env import TrialEnv

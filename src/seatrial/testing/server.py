@@ -25,7 +25,7 @@ vLLM 0.32 sends them, or ``reasoning_field``), the rest as content, as a reasoni
 ``GET /arrivals`` gives each request's arrival (``perf_counter_ns`` when its handler began, per
 ``X-Request-Id``): a send time seen by the server, the same for any client.
 With ``block_size`` set, a ``vllm:cache_config_info`` gauge names it, as vLLM's does.
-With ``batch`` (a :class:`~seatrial.server.batching.BatchLaw`: ``--batch-slots``, ``--step-ms``,
+With ``batch`` (a :class:`~seatrial.testing.batching.BatchLaw`: ``--batch-slots``, ``--step-ms``,
 ``--step-growth``, ``--prefill-steps``) it serves continuous batching instead of the fixed TTFT and ITL:
 one timer loop steps every running request (server.batching); faults and spans are not served then.
 """
@@ -47,8 +47,8 @@ import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from seatrial.server.batching import BatchEngine, BatchLaw
 from seatrial.server.process import free_port
+from seatrial.testing.batching import BatchEngine, BatchLaw
 
 FAULTS = ("none", "http500", "http429", "die", "stall", "malformed", "no_done", "short", "echo_auth",
           "echo_auth_stream")  # fmt: skip
@@ -420,7 +420,7 @@ def start_process(
     port = free_port()
     args = ["--port", str(port), "--itl-ms", str(itl_ms), "--ttft-ms", str(ttft_ms), *(extra or [])]
     args += ["--slots", str(slots)] if slots else []
-    proc = subprocess.Popen([sys.executable, "-m", "seatrial.server.synthetic", *args])
+    proc = subprocess.Popen([sys.executable, "-m", "seatrial.testing.server", *args])
     url = f"http://127.0.0.1:{port}"
     for _ in range(100):
         try:
@@ -433,7 +433,7 @@ def start_process(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m seatrial.server.synthetic --port P --itl-ms 20 [--fault F --fault-every K]
+    """``python -m seatrial.testing.server --port P --itl-ms 20 [--fault F --fault-every K]
     [--tokens-per-chunk N] [--slots N] [--otlp-traces-endpoint URL] [--kv-cache-tokens N]
     [--reasoning-tokens R] [--model NAME]``"""
     import argparse
