@@ -96,3 +96,12 @@ def test_a_probe_sizes_its_next_run_to_what_the_interval_needs() -> None:
     # the same server in a closed loop: a floor of 0.5 x 4 = 2, and all good: the first run decides
     closed = asyncio.run(probe(run_level, 2.0, False, SLO, 0.9, 0.95, first, 4 * first))
     assert asked == [first] and closed.verdict == "MEETS", (asked, closed.verdict)
+
+
+def test_a_closed_loop_runs_expected_length_comes_from_the_last_level() -> None:
+    from seatrial.capacity.run import closed_run_s
+
+    last = LevelOutcome(LevelSummary(concurrency=8, duration_s=50.0), records([True] * 100))
+    # 0.5 s a request at 8 users: 400 requests at 8 users take 200 s, at 16 users about half that
+    assert closed_run_s([last], 8, 400) == 200.0 and closed_run_s([last], 16, 400) == 100.0
+    assert closed_run_s([], 8, 400) == 0.0

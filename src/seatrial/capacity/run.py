@@ -76,7 +76,7 @@ class CapacityRun:
 
         async def run_level(at: float, requests: int) -> LevelOutcome:
             cfg = _level_config(self.cfg, c, at, requests)
-            if not budget.fits((requests + cfg.load.warmup) / at if rate else 0.0):
+            if not budget.fits((requests + cfg.load.warmup) / at if rate else closed_run_s(self.levels, at, requests)):
                 raise OutOfTime
             index = len(self.levels)
             seed = (cfg.workload.seed or 0) + index
@@ -151,6 +151,15 @@ class CapacityRun:
         if c.target_rate is not None:
             summary.profile = production_profile(summary.capacity, at_cap, c.target_rate, layout, gpus,
                                                  c.gpu_hour_usd)  # fmt: skip
+
+
+def closed_run_s(levels: list[LevelOutcome], users: float, requests: int) -> float:
+    """How long a closed-loop run of ``requests`` at ``users`` is expected to last: the last level's
+    seconds per request, scaled by its users over these (0 before any level)."""
+    if not levels or not levels[-1].records or users <= 0:
+        return 0.0
+    last = levels[-1].summary
+    return last.duration_s / len(levels[-1].records) * last.concurrency / users * requests
 
 
 class OutOfTime(Exception):

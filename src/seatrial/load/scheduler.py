@@ -94,7 +94,12 @@ class LevelLoad:
     A worker's share of a level (``load.distributed``) names its arrivals' ``offsets_s`` (from the common
     start) and the level-wide ``indices`` of its specs, so its request ids are the level's own. The first
     ``lead`` requests of the level (by level-wide index) are its warm-up, sent in the same stream as the
-    measured ones (an open loop's queue is then in its steady state when measurement begins)."""
+    measured ones (an open loop's queue is then in its steady state when measurement begins). Requests
+    from level-wide index ``cool_from`` on are its cool-down: sent as the load goes on (the users keep
+    sending, the arrivals keep coming) while the measured ones finish, so that the last measured requests
+    are served under the load the level names, not by a draining server; once every measured request is
+    done no more are sent and those in flight finish (a cancelled stream cost llama-server connections),
+    and they are never measured (:func:`cooldown_count`)."""
 
     concurrency: int
     rate: float | None = None
@@ -250,7 +255,7 @@ async def _run(
         try:
             await send(spec, rec)
         except asyncio.CancelledError:
-            rec.error = COOLDOWN_CANCELLED if cooling and measured_done.is_set() else "interrupted"
+            rec.error = "interrupted"
             raise
         finally:
             delivery.mark(-1)
@@ -262,32 +267,14 @@ async def _run(
                     measured_done.set()
 
     if not load.open_loop:
-        sending = _closed_loop(len(specs), load.concurrency, one)
+        await _closed_loop(len(specs), load.concurrency, one)
     else:
-        sending = _open_loop(specs, load, t0, one)
-    await (_until(sending, measured_done) if load.cool_from is not None else sending)
+        await _open_loop(specs, load, t0, one, measured_done if load.cool_from is not None else None)
     if load.open_loop:
         delivery.note_arrivals(records)
     delivery.dispatched = len(records)
     delivery.close(last_dispatch[0])
     return records, delivery
-
-
-COOLDOWN_CANCELLED = "cool-down request cancelled: the level's measured requests were done"
-
-
-async def _until(sending: Awaitable[None], done: asyncio.Event) -> None:
-    """Runs ``sending`` until it ends or ``done`` is set, then cancels what it still sends (the cool-down);
-    cancelled itself, it cancels ``sending`` first."""
-    task = asyncio.ensure_future(sending)
-    waiter = asyncio.ensure_future(done.wait())
-    try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def arrival_rates(records: list[RequestRecord]) -> tuple[float | None, float | None]:
@@ -333,8 +320,14 @@ async def _sleep_until(due_ns: int) -> None:
 
 
 async def _open_loop(
-    specs: list[RequestSpec], load: LevelLoad, t0: int, one: Callable[..., Awaitable[None]]
+    specs: list[RequestSpec],
+    load: LevelLoad,
+    t0: int,
+    one: Callable[..., Awaitable[None]],
+    done: asyncio.Event | None = None,
 ) -> None:
+    """Sends each spec at its due time (``done``: the measured requests are done, so no arrival is due
+    any more: the cool-down's in flight finish, no more are sent)."""
     cap = asyncio.Semaphore(load.concurrency)
     offsets = schedule_offsets(load, specs)
     due = [t0 + int(off * 1e9) for off in offsets]
@@ -368,9 +361,11 @@ async def _open_loop(
     try:
         for i in sorted((i for i in range(len(specs)) if i not in parent), key=lambda i: due[i]):
             await _sleep_until(due[i])
+            if done is not None and done.is_set():
+                break
             tasks.append(asyncio.create_task(gated(i, due[i])))
         await asyncio.gather(*tasks)
-    finally:  # cancelled (the cool-down, an interrupt): so are the requests it had sent
+    finally:  # cancelled (an interrupt): so are the requests it had sent
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
