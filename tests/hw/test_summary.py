@@ -14,8 +14,18 @@ import pytest
 from seatrial.runs.summaries.hw import HwFleetSummary, HwSummary
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
-SHEETS = sorted(p for p in EVIDENCE.glob("*/**/*.json")
-                if p.name.startswith("hw_") or (p.name == "summary.json" and "levels" not in json.loads(p.read_text())))  # a bench's: not a sheet  # fmt: skip
+
+
+def _is_sheet(p: Path) -> bool:
+    """An hw sheet: ``hw_*.json``, or a run folder's summary.json whose run.json names the hw command (a bench's,
+    an experiment's are not sheets)."""
+    if p.name.startswith("hw_"):
+        return True
+    run = p.with_name("run.json")
+    return p.name == "summary.json" and run.exists() and json.loads(run.read_text()).get("command") == "hw"
+
+
+SHEETS = sorted(p for p in EVIDENCE.glob("*/**/*.json") if _is_sheet(p))
 
 
 def _read(doc: dict[str, Any]) -> HwSummary | HwFleetSummary:
