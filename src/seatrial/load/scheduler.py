@@ -270,7 +270,6 @@ async def _run(
         await _closed_loop(len(specs), load.concurrency, one)
     else:
         await _open_loop(specs, load, t0, one, measured_done if load.cool_from is not None else None)
-    if load.open_loop:
         delivery.note_arrivals(records)
     delivery.dispatched = len(records)
     delivery.close(last_dispatch[0])

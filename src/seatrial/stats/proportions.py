@@ -94,7 +94,7 @@ def share_ci(
     successes: Sequence[int], totals: Sequence[int], confidence: float = 0.95, min_deff: float = 1.0
 ) -> Share:
     """The pooled share over clusters (one cluster: a plain Wilson interval) with its interval; ``min_deff``
-    a design effect the data is known to have at least (a queue's correlation, :func:`queue_deff`): where it
+    a design effect the data is known to have at least (its correlation time, :func:`data_batches`): where it
     exceeds the one the clusters show, it sets the effective n and the normal quantile is used."""
     k, n = sum(successes), sum(totals)
     measured = design_effect(successes, totals)
