@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.request
 
 import aiohttp
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 from benchmarks.batching_law import mser5, simulate, true_capacity
 
-from seatrial.testing.batching import BatchLaw
+from seatrial.testing.batching import BatchEngine, BatchLaw
 from seatrial.testing.server import start_process
 
 
@@ -70,6 +71,31 @@ async def _serve(url: str, n: int, count: int) -> None:
 def _get_json(url: str) -> dict:  # type: ignore[type-arg]
     with urllib.request.urlopen(url, timeout=10) as r:
         return json.loads(r.read())
+
+
+def test_the_engine_admits_on_the_laws_clock_though_its_loop_wakes_late() -> None:
+    """Two requests reach the engine before its loop first runs (a busy host), the second 30 ms after the
+    first on their own stamps, in a law of 100 ms steps: the second arrived during the first step and
+    waits for it to end, as the simulation says (first tokens one step apart), though both were waiting
+    when the late loop looked; an engine that admits whatever waits gives both the same step."""
+    law = BatchLaw(4, 0.1, 0.0, 1)
+
+    async def run() -> list[list[int]]:
+        engine, t0 = BatchEngine(law), time.perf_counter_ns()
+        queues = [engine.submit(2, t0), engine.submit(2, t0 + 30_000_000)]
+        time.sleep(0.06)  # the loop, made at the first submit, runs only now
+
+        async def drain(q: asyncio.Queue[int]) -> list[int]:
+            got = [await q.get() for _ in range(3)]
+            return [x - t0 for x in got[:2]]
+
+        return list(await asyncio.gather(*(drain(q) for q in queues)))
+
+    got = np.array(asyncio.run(run())) / 1e9
+    sim = simulate(np.array([0.0, 0.03]), 2, law)
+    assert np.allclose(sim.first_s, [0.1, 0.2]) and np.allclose(sim.last_s, [0.2, 0.3])
+    # tokens leave at each step's end on the law's clock or, if the loop wakes late, later: never earlier
+    assert np.all(got[:, 0] >= sim.first_s - 1e-3) and got[1, 0] - got[0, 0] == pytest.approx(0.1, abs=0.05)
 
 
 @pytest.mark.quiet  # a parallel worker's load delays the server's steps by more than half of one

@@ -11,7 +11,10 @@ token of a step is emitted at the step's end.
 
 One timer loop serves every request (``BatchEngine``): it sleeps to each step's end, on the law's own
 clock (each step's end is the previous end plus ``t(b)``, never the late wake-up plus ``t(b)``: a late
-wake-up delays that step's tokens, not the law), and hands each running request its token. The exact
+wake-up delays that step's tokens, not the law), and hands each running request its token. Admissions
+are on the same clock: each request carries its arrival, an idle engine's step starts at the first
+waiting one's arrival, and a step admits only requests that arrived by its start (a late wake-up finds
+later ones waiting too; they wait for the next step, as the law says). The exact
 event simulation of the same law is ``benchmarks/batching_law.py``, which the tests hold the served
 timings to.
 """
@@ -39,6 +42,7 @@ class BatchLaw:
 class _Running:
     tokens: asyncio.Queue[int]  # each token's emission time (perf_counter_ns); 0 closes the stream
     n: int  # output tokens
+    arrived: int  # perf_counter_ns
     steps: int = 0  # steps done
 
 
@@ -52,9 +56,10 @@ class BatchEngine:
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
 
-    def submit(self, n: int) -> asyncio.Queue[int]:
-        """Queues a request of ``n`` output tokens; its tokens' emission times arrive on the queue, then 0."""
-        req = _Running(asyncio.Queue(), max(1, n))
+    def submit(self, n: int, arrived: int) -> asyncio.Queue[int]:
+        """Queues a request of ``n`` output tokens that arrived at ``arrived`` (``perf_counter_ns``, no
+        earlier than any queued one's); its tokens' emission times arrive on the queue, then 0."""
+        req = _Running(asyncio.Queue(), max(1, n), arrived)
         self.waiting.append(req)
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._loop())
@@ -62,13 +67,14 @@ class BatchEngine:
         return req.tokens
 
     async def _loop(self) -> None:
-        end = time.perf_counter_ns()
+        end = 0
         while True:
-            if not self.running and not self.waiting:
-                self._wake.clear()
-                await self._wake.wait()
-                end = max(end, time.perf_counter_ns())  # idle: the next step starts at the arrival
-            while self.waiting and len(self.running) < self.law.slots:
+            if not self.running:
+                if not self.waiting:
+                    self._wake.clear()
+                    await self._wake.wait()
+                end = max(end, self.waiting[0].arrived)  # idle: the next step starts at the arrival
+            while self.waiting and len(self.running) < self.law.slots and self.waiting[0].arrived <= end:
                 self.running.append(self.waiting.popleft())
             end += int(self.law.step_s(len(self.running)) * 1e9)
             delay = (end - time.perf_counter_ns()) / 1e9

@@ -170,10 +170,11 @@ async def _completions(request: web.Request) -> web.StreamResponse:
     chat = "messages" in body
     prompt = _count(body.get("messages") or body.get("prompt", ""))
     n_out = int(body.get("max_tokens") or 16)
+    tokens = _engine(st).submit(n_out, arrived) if cfg.batch is not None else None  # before any await
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await resp.prepare(request)
-    if cfg.batch is not None:
-        await _batched(st, resp, rid, prompt, n_out, chat, body.get("stream_options") or {})
+    if tokens is not None:
+        await _batched(st, resp, tokens, rid, prompt, n_out, chat, body.get("stream_options") or {})
         return resp
     if st.slots is None:
         st.slots = asyncio.Semaphore(cfg.max_running)
@@ -303,15 +304,19 @@ def _echo(request: web.Request) -> str:
     return f"Incorrect API key provided: {auth.partition(' ')[2]} (Authorization: {auth})"
 
 
-async def _batched(
-    st: _State, resp: web.StreamResponse, rid: str, prompt: int, n: int, chat: bool, asked: dict[str, Any]
-) -> None:  # fmt: skip
-    """A request served by the continuous-batching engine: one chunk per token as its step ends."""
+def _engine(st: _State) -> BatchEngine:
     assert st.cfg.batch is not None
     if st.engine is None:
         st.engine = BatchEngine(st.cfg.batch)
-    engine = st.engine
-    tokens = engine.submit(n)
+    return st.engine
+
+
+async def _batched(
+    st: _State, resp: web.StreamResponse, tokens: asyncio.Queue[int], rid: str, prompt: int, n: int, chat: bool,
+    asked: dict[str, Any],
+) -> None:  # fmt: skip
+    """A request the continuous-batching engine took (``tokens``): one chunk per token as its step ends."""
+    engine = _engine(st)
     st.c_prompt.inc(prompt)
     per_chunk, sent = bool(asked.get("continuous_usage_stats")), 0
     while await tokens.get():
