@@ -6,7 +6,10 @@ connection and sends its next request on it before it sees the FIN gets "Server 
 
 ``close_delay_s`` holds the close back after the last chunk (a server thread that lost its CPU), so
 that the next request reaches the socket before it closes (the kernel then answers with RST: the
-request was never read). ``drop_every``: every N-th request is dropped after ``drop_after`` events,
+request was never read). ``shutdown_gap_s``: cpp-httplib closes with ``shutdown(SHUT_RDWR)`` and then
+``close()``; a thread that loses its CPU between the two has sent a FIN that acknowledges the next
+request (the kernel took it in), and the reset for the unread request comes only at ``close()``, this
+long after. ``drop_every``: every N-th request is dropped after ``drop_after`` events,
 mid-stream, with the connection closed; ``hangup_every``: every N-th request is read and then the
 connection closed without an answer. Both are real server failures. ``ids`` lists the ``X-Request-Id``
 of every request the server read, in order.
@@ -14,6 +17,7 @@ of every request the server read, in order.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -29,6 +33,7 @@ class ClosingConfig:
     drop_every: int = 0
     drop_after: int = 2
     hangup_every: int = 0
+    shutdown_gap_s: float = 0.0
     keep_alive: bool = False  # True: a well-behaved server that keeps the connection open
 
 
@@ -63,25 +68,33 @@ class ClosingServer:
 
     def _serve(self, conn: socket.socket) -> None:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        buf = b""
         try:
-            while True:
-                head, buf = _read_request(conn, buf)
-                if head is None:
-                    return
-                with self._lock:
-                    self.requests += 1
-                    n = self.requests
-                    self.ids.append(_request_id(head))
-                if self.cfg.hangup_every and n % self.cfg.hangup_every == 0:
-                    return
-                dropped = self.cfg.drop_every and n % self.cfg.drop_every == 0
-                self._stream(conn, n, dropped)
-                if dropped or not self.cfg.keep_alive:
-                    time.sleep(self.cfg.close_delay_s)
-                    return
+            with contextlib.suppress(ConnectionResetError):  # a client may reset a connection it gave up
+                self._requests(conn)
         finally:
+            if self.cfg.shutdown_gap_s:
+                with contextlib.suppress(OSError):  # the client may have reset it already
+                    conn.shutdown(socket.SHUT_RDWR)
+                time.sleep(self.cfg.shutdown_gap_s)
             conn.close()
+
+    def _requests(self, conn: socket.socket) -> None:
+        buf = b""
+        while True:
+            head, buf = _read_request(conn, buf)
+            if head is None:
+                return
+            with self._lock:
+                self.requests += 1
+                n = self.requests
+                self.ids.append(_request_id(head))
+            if self.cfg.hangup_every and n % self.cfg.hangup_every == 0:
+                return
+            dropped = self.cfg.drop_every and n % self.cfg.drop_every == 0
+            self._stream(conn, n, dropped)
+            if dropped or not self.cfg.keep_alive:
+                time.sleep(self.cfg.close_delay_s)
+                return
 
     def _stream(self, conn: socket.socket, n: int, dropped: bool) -> None:
         conn.sendall(

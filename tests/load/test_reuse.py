@@ -44,6 +44,14 @@ def test_connections_closed_after_each_stream_cost_no_request(delay_s: float, co
     assert all(r.resends <= 1 for r in records)  # a resend goes out on a new connection: never stale
 
 
+def test_a_fin_that_acknowledged_an_unread_request_waits_for_its_reset() -> None:
+    # cpp-httplib's shutdown, then close 30 ms later (its thread lost the CPU): the FIN acknowledges the
+    # next request, which the kernel took in; the reset that says it was never read comes at the close.
+    records, ids = run(ClosingConfig(close_delay_s=0.002, shutdown_gap_s=0.03), 24, 1)
+    assert [r.error for r in records if r.error] == []
+    assert sum(r.resends for r in records) > 0 and sorted(ids) == sorted(r.request_id for r in records)
+
+
 def test_request_dropped_mid_stream_stays_a_failure() -> None:
     records, ids = run(ClosingConfig(drop_every=4, drop_after=2), 24, 1)
     failed = [r for r in records if r.error]

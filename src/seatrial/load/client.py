@@ -221,6 +221,7 @@ async def send(
             rec.error = await _send_once(session, ep.url, body, headers, rec, _Timing(rec, t0, answer, spec.output_len))
         finally:
             end_attempt(token)
+            await attempt.settle()
         rec.stale_connections += attempt.stale_dropped
         last = n == MAX_ATTEMPTS - 1
         if rec.error is None or rec.status is not None or not attempt.never_read() or last:

@@ -18,13 +18,22 @@ server. Two guards, neither of which can hide a request the server received:
   the request (it was sent before the request arrived). TCP resets a connection whose application
   closed it with received data still unread, or that receives data after it was closed; a server that
   read the request and then failed (crashed, dropped it) closes with a FIN that acknowledges it, which
-  is not retried. A failure on a fresh connection, a
-  clean close (FIN) before the response, and any failure after the first response byte stay failures.
+  is not retried. cpp-httplib closes with ``shutdown`` and then ``close``: its FIN acknowledges a request
+  the kernel took in, and the reset for it unread comes only at the close, later where the server's
+  thread lost its CPU between the two (seen on a 2-core host: a request lost to "Server disconnected").
+  After a FIN that acknowledged an unanswered request on a reused connection, the client waits up to
+  ``RESET_WAIT_S`` for that reset, on a duplicate of the socket it keeps open for it. A failure on a
+  fresh connection, a clean close (FIN) with no reset within that wait, and any failure after the first
+  response byte stay failures.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import errno
+import socket
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +42,9 @@ import aiohttp
 from seatrial.load.stamps import StampedSocket, socket_of
 
 MAX_ATTEMPTS = 2  # sends of one request: a resend needs the proof above and goes out on a new connection
+RESET_WAIT_S = 0.25  # for the reset after a FIN (above): only on a failed request
+_RESET_POLL_S = 0.005
+_TCP_CLOSE = 7  # tcpi_state after a reset in CLOSE_WAIT (our side never closed: the socket is held)
 
 
 @dataclass
@@ -44,12 +56,37 @@ class Attempt:
     received_at_start: int = 0
     stale_dropped: int = 0  # pooled connections found closed by the server and not used
 
+    async def settle(self) -> None:
+        """Waits for the reset that may follow a FIN on this attempt's connection (the module's docstring)
+        and lets the connection go; at once where nothing is held."""
+        sock = self.sock
+        held = sock.held if sock is not None else None
+        if sock is None or held is None:
+            return
+        sock.held = None
+        try:
+            deadline = time.monotonic() + RESET_WAIT_S
+            while not _was_reset(held) and time.monotonic() < deadline:
+                await asyncio.sleep(_RESET_POLL_S)
+            sock.reset = sock.reset or _was_reset(held)
+        finally:
+            held.close()
+
     def never_read(self) -> bool:
         """The server provably did not read this attempt's request (see the module's docstring)."""
         sock = self.sock
         if sock is None or sock.received != self.received_at_start:
             return False
         return sock.closed_unsent or sock.reset
+
+
+def _was_reset(held: socket.socket) -> bool:
+    try:
+        err = held.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        state = held.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0]
+    except OSError:
+        return False
+    return err in (errno.ECONNRESET, errno.EPIPE) or state == _TCP_CLOSE
 
 
 _ATTEMPT: contextvars.ContextVar[Attempt | None] = contextvars.ContextVar("seatrial_attempt", default=None)
@@ -83,7 +120,7 @@ class GuardedConnector(aiohttp.TCPConnector):
                     attempt.stale_dropped += 1
                 continue
             if sock is not None:
-                sock.check_next_send = True
+                sock.check_next_send = sock.reused = True
             if attempt is not None and sock is not None:
                 attempt.sock, attempt.received_at_start = sock, sock.received
             return conn

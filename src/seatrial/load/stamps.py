@@ -21,6 +21,7 @@ the peer; ``peer_closed`` asks the kernel, without reading, whether the peer alr
 from __future__ import annotations
 
 import errno
+import os
 import platform
 import socket
 import struct
@@ -87,6 +88,9 @@ class StampedSocket(socket.socket):
         self.reset = False
         self.check_next_send = False  # a reused connection: see whether the peer closed it before sending
         self.closed_unsent = False  # ... it had: the send was refused, no byte of it left
+        self.reused = False  # a pooled connection took a request (load.reuse)
+        self.unanswered = False  # bytes were sent and none received since
+        self.held: socket.socket | None = None  # see _note_eof
         self.kernel = False
         if kernel and _KERNEL_STAMPS:
             try:
@@ -140,12 +144,15 @@ class StampedSocket(socket.socket):
                     errno.ECONNRESET, "the server closed the connection before the request"
                 )
         try:
-            return super().send(data, flags)
+            sent = super().send(data, flags)
         except OSError as exc:
             self._note_reset(exc)
             raise
+        self.unanswered = self.unanswered or sent > 0
+        return sent
 
     def _got(self, data: bytes, at: int, n: int = 0) -> None:
+        self.unanswered = False
         self.reads.append(at)
         if self.packets is not None:
             self._scan(data)
@@ -182,6 +189,11 @@ class StampedSocket(socket.socket):
         unacked = _TCP_INFO.unpack_from(info, _UNACKED_AT)[0] if len(info) >= _UNACKED_AT + 4 else 0
         if err in (errno.ECONNRESET, errno.EPIPE) or unacked:
             self.reset = True
+        elif self.reused and self.unanswered and self.held is None:
+            # A FIN that acknowledged a request nothing answered: the peer took it in, but a server that
+            # closes with shutdown() and then close() (cpp-httplib) resets it unread only at the close.
+            # The connection is held open past the client's own close, for load.reuse to wait for that.
+            self.held = socket.socket(fileno=os.dup(self.fileno()))
 
     def peer_closed(self) -> bool:
         """Whether the peer has closed (FIN) or reset the connection, asked of the kernel without reading."""
