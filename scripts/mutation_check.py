@@ -87,6 +87,20 @@ MUTATIONS = (
         ("tests/hw/test_loadwatch.py::test_the_watch_samples_each_gpu_at_10_hz_through_nvml",),
     ),
     Mutation(
+        "a FIN's reset not waited for (a request llama-server never read counted as dropped)",
+        "load/reuse.py",
+        "RESET_WAIT_S = 0.25",
+        "RESET_WAIT_S = 0.0",
+        ("tests/load/test_reuse.py::test_a_fin_that_acknowledged_an_unread_request_waits_for_its_reset",),
+    ),
+    Mutation(
+        "the synthetic engine admits whatever waits when its loop wakes",
+        "testing/batching.py",
+        " and self.waiting[0].arrived <= end:",
+        ":",
+        ("tests/server/test_batching.py::test_the_engine_admits_on_the_laws_clock_though_its_loop_wakes_late",),
+    ),
+    Mutation(
         "a late open loop (5 ms before each send)",
         "load/scheduler.py",
         "    if delay > 0:\n        await asyncio.sleep(delay)",
@@ -163,6 +177,7 @@ def copy_tree(dest: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
     shutil.copytree(ROOT / "src", dest / "src", ignore=ignore)
     shutil.copytree(ROOT / "tests", dest / "tests", ignore=ignore)
+    shutil.copytree(ROOT / "benchmarks", dest / "benchmarks", ignore=ignore)  # tests import its simulations
     shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
 
 

@@ -107,9 +107,9 @@ def test_an_open_loop_enters_the_sender_at_each_due_time() -> None:
     """Lateness as the sender sees it, not as the scheduler stamps it: a fake sender notes the moment it is
     entered, against the due time the schedule itself gives (start + i / rate of a constant 200/s level of
     100 requests). Catches a late open loop (a 5 ms delay before each send, or a due time shifted so that
-    the scheduler's own ``sent_ms - scheduled_ms`` hides it): p99 within 3 ms of its due time plus what the
-    loop's own lag record shows of a stalled host (a late loop is the host's, a late send with an on-time
-    loop is the scheduler's); never early; the records' ``scheduled_ms`` is the schedule, and their
+    the scheduler's own ``sent_ms - scheduled_ms`` hides it): the median send within 2.5 ms of its due time
+    plus the median lateness of the loop's own ticks (a late loop is the host's, a late send with an
+    on-time loop is the scheduler's); never early; the records' ``scheduled_ms`` is the schedule, and their
     ``sent_ms`` is the moment the sender was entered."""
     from seatrial.load.looplag import LoopLag
 
@@ -135,8 +135,9 @@ def test_an_open_loop_enters_the_sender_at_each_due_time() -> None:
     due_ms = [off * 1000 for off in arrival_offsets_s(n, rate, "constant", 0)]
     by = {r.request_id: r for r in records}
     late_ms = np.asarray([(entered[f"t-{i:05d}"] - start_ns) / 1e6 - due for i, due in enumerate(due_ms)])
-    host_ms = lag.summary()["loop_lag_ms_p99"] or 0.0
-    assert late_ms.min() >= 0 and np.percentile(late_ms, 99) <= 3.0 + host_ms, (np.percentile(late_ms, [50, 99]), host_ms)
+    # the median: a 5 ms delay moves every send, a host stall only some (CI saw p99 11 ms, its loop 6.5 ms)
+    host_ms = float(np.median(lag.late_ms)) if lag.late_ms else 0.0
+    assert late_ms.min() >= 0 and np.median(late_ms) <= 2.5 + host_ms, (np.percentile(late_ms, [50, 99]), host_ms)
     for i, due in enumerate(due_ms):
         rec = by[f"t-{i:05d}"]
         assert rec.scheduled_ms == pytest.approx(due, abs=0.01)
