@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.capacity_coverage import queue_capacity
 
-from seatrial.capacity.probe import requests_for
+from seatrial.capacity.looks import first_run
 from seatrial.capacity.search import Search
 from seatrial.testing.server import start_process
 
@@ -260,7 +260,7 @@ def rate_mode(urls: list[str], a: argparse.Namespace, truth: float, tmp: Path) -
     print(f"{a.searches} searches each, on {len(urls)} server(s) of that law", flush=True)
     ours = on_servers(urls, a.searches, lambda u, k: progress(
         "seatrial", k, seatrial_search(u, a, tmp / f"cap-{k}.json"), truth))  # fmt: skip
-    first = requests_for(a.attainment, 0.95)  # the size of seatrial's first run of a probe
+    first = first_run(a.attainment, 0.95)  # the size of seatrial's first run of a probe
     theirs = on_servers(urls, a.searches, lambda u, k: progress(
         "point", k, point_search(u, a, first, tmp, k), truth))  # fmt: skip
     report("seatrial capacity (lower bound)", ours, truth)

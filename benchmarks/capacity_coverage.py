@@ -4,15 +4,15 @@ alone, by simulation: no server, no client, thousands of searches in a minute.
 Each probe run is an M/D/s queue fed by Poisson arrivals at the probe's rate, from an empty server, with
 the leading warm-up seatrial sends in rate mode (max(2, 25% of the run's requests), excluded); a request
 is good when its wait for a slot plus its TTFT is within the SLO. The searches use seatrial's own pieces:
-``Search`` (doubling, then bisection), ``judge`` (the batch-clustered Wilson interval), ``requests_for``,
-and the probe's loop (another run at the same rate while INCONCLUSIVE, up to 4x the first run's requests). The true capacity is the highest rate whose long-run share of good
-requests (200,000 arrivals) holds the target, found by bisection.
+``Search`` (doubling, then bisection) and ``Looks`` (a probe's looks: the batch-clustered Wilson interval,
+its run sizes, another run at the same rate while INCONCLUSIVE, up to 4x the first run's requests). The
+true capacity is the highest rate whose long-run share of good requests (200,000 arrivals) holds the
+target, found by bisection.
 
 Two procedures side by side:
-- ``per look``: every look at the plain confidence (what seatrial does; a probe stops at its first
-  verdict, so up to 4 looks may each MEET by chance);
-- ``Bonferroni``: each of the 4 looks at 1 - (1 - confidence) / 4, its first run sized for that (the
-  correction for those looks; measured here as the alternative: each line says which targets it meets).
+- ``alpha spending``: what seatrial does (capacity.looks: look j at 1 - (1 - confidence) / 2^j);
+- ``plain per look``: every look at the plain confidence (seatrial before issue 38 item 5: a probe stops
+  at its first verdict, so each of its looks may MEET by chance).
 Printed per procedure: searches whose bound is at or below the truth (target >= 95%), answer / truth
 (median; target >= 0.90), requests per search. The law by default is the one benchmarks/capacity_accuracy.py
 serves (4 slots, TTFT 5.9 ms, 51.8 ms a request: its calibration on a quiet 16-core host).
@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from seatrial.capacity.probe import judge, requests_for
+from seatrial.capacity.looks import Looks, first_run
 from seatrial.capacity.run import LEAD_SHARE
 from seatrial.capacity.search import Search
 from seatrial.load.records import RequestRecord
@@ -58,23 +58,28 @@ def run(rng: np.random.Generator, rate: float, n: int, a: argparse.Namespace) ->
             for i in range(lead, lead + n)]  # fmt: skip
 
 
-LOOKS = 4  # a probe's runs at most: capacity's default max_probe_requests is 4x the first run's
+LOOKS = 4  # a probe's budget: capacity's default max_probe_requests is 4x the first run's
 
 
-def search(rng: np.random.Generator, a: argparse.Namespace, bonferroni: bool) -> tuple[float | None, int]:
-    each = 1 - (1 - a.confidence) / LOOKS if bonferroni else a.confidence
-    first = requests_for(a.attainment, each)
-    most = LOOKS * first
+class PlainLooks(Looks):
+    """Every look at the plain confidence: no alpha spending."""
+
+    def look_confidence(self, look: int) -> float:
+        return self.confidence
+
+
+def search(rng: np.random.Generator, a: argparse.Namespace, plain: bool) -> tuple[float | None, int]:
+    first = first_run(a.attainment, a.confidence)
     slo = {"ttft_ms": a.slo_ms}
     s, spent = Search(a.start, a.precision), 0
     while (rate := s.next_load()) is not None:
-        runs: list[list[RequestRecord]] = []
-        verdict = "INCONCLUSIVE"
-        while verdict == "INCONCLUSIVE" and sum(map(len, runs)) < most:
-            runs.append(run(rng, rate, min(first, most - sum(map(len, runs))), a))
-            verdict = judge(runs, slo, a.attainment, each).verdict
-        spent += sum(map(len, runs))
-        s.record(rate, verdict == "MEETS")
+        looks = (PlainLooks if plain else Looks)(a.attainment, a.confidence, True, first, LOOKS * first)
+        while size := looks.next_size():
+            ttft = np.array([r.ttft_ms for r in run(rng, rate, size, a)])
+            in_flight = rate * (float(np.mean(ttft)) - a.ttft_ms + a.service_ms) / 1000  # Little's law
+            looks.add((ttft <= slo["ttft_ms"]).tolist(), in_flight)
+        spent += looks.used
+        s.record(rate, looks.judged is not None and looks.judged.verdict == "MEETS")
     return s.lower, spent
 
 
@@ -108,9 +113,9 @@ def main() -> None:
     print(f"M/D/{a.slots}: {a.service_ms:g} ms a request, TTFT {a.ttft_ms:g} ms; SLO ttft_ms <= {a.slo_ms:g} for "
           f"{a.attainment:.0%}; true capacity {truth:.2f} req/s; {a.searches} searches per procedure, "
           f"confidence {a.confidence:g}, precision {a.precision:g}")  # fmt: skip
-    for name, bonferroni in (("per look (seatrial)", False), (f"Bonferroni over {LOOKS} looks", True)):
+    for name, plain in (("alpha spending (seatrial)", False), ("plain per look", True)):
         rng = np.random.default_rng(7)
-        results = [search(rng, a, bonferroni) for _ in range(a.searches)]
+        results = [search(rng, a, plain) for _ in range(a.searches)]
         found = [c for c, _ in results if c is not None]
         below = sum(c <= truth for c in found) + sum(c is None for c, _ in results)
         share = below / len(results)

@@ -158,9 +158,16 @@ MUTATIONS = (
     ),
     Mutation(
         "a probe's next run ignores its design effect",
-        "capacity/probe.py",
-        "        need = math.ceil(first * judged.share.deff) - used if judged else first",
-        "        need = first",
+        "capacity/looks.py",
+        "        need = math.ceil(self.first * self.judged.share.deff * grow) - self.used",
+        "        need = self.first",
+        ("tests/capacity/test_probe_intervals.py",),
+    ),
+    Mutation(
+        "a probe's looks all at the plain confidence (no alpha spending)",
+        "capacity/looks.py",
+        "    return 1 - (1 - confidence) / 2**look",
+        "    return confidence",
         ("tests/capacity/test_probe_intervals.py",),
     ),
     Mutation(

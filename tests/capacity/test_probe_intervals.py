@@ -6,9 +6,12 @@ and in bench's --goodput; a probe sizes its next run to what the interval needs 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
+from statistics import NormalDist
 
-from seatrial.capacity.probe import judge, probe, requests_for
+from seatrial.capacity.looks import Looks, first_run, judge, look_confidence
+from seatrial.capacity.probe import outcomes, probe
 from seatrial.load.bench import LevelOutcome
 from seatrial.load.goodput import goodput
 from seatrial.load.records import RequestRecord
@@ -67,8 +70,9 @@ def test_an_open_loops_in_flight_floors_the_design_effect() -> None:
 
 def test_the_probes_judge_uses_each_runs_in_flight() -> None:
     runs = [records([i % 10 != 0 for i in range(300)]), records([i % 10 != 0 for i in range(300)], 5000.0)]
-    alone = judge(runs, SLO, 0.85, 0.95)
-    queued = judge(runs, SLO, 0.85, 0.95, [30.0, 10.0])
+    series = [outcomes(r, SLO) for r in runs]
+    alone = judge(series, [1.0, 1.0], 0.85, 0.95)
+    queued = judge(series, [30.0, 10.0], 0.85, 0.95)
     assert alone.verdict == "MEETS" and queued.verdict == "INCONCLUSIVE", (alone, queued)
     assert queued.share.deff == 30.0  # the larger of the runs' correlation times
 
@@ -85,17 +89,43 @@ def test_a_probe_sizes_its_next_run_to_what_the_interval_needs() -> None:
         asked.append(size)
         return outcome(size, 5.0)
 
-    first = requests_for(0.9, 0.95)
-    # an open loop at 5 in flight: design effect 5 x 4 = 20, so the second run asks for 20 x first in all
-    p = asyncio.run(probe(run_level, 2.0, True, SLO, 0.9, 0.95, first, 100 * first))
-    assert asked == [first, 20 * first - first] and p.verdict == "MEETS", (asked, p.verdict)
+    def looks(open_loop: bool, most: int) -> Looks:
+        return Looks(0.9, 0.95, open_loop, first, most)
+
+    first = first_run(0.9, 0.95)
+    # an open loop at 5 in flight: design effect 5 x 4 = 20, and the second look at 1 - 0.05 / 4: the
+    # second run asks for 20 x first x (z(0.9875) / z(0.975))^2 in all
+    grow = (NormalDist().inv_cdf(1 - 0.0125 / 2) / NormalDist().inv_cdf(1 - 0.025 / 2)) ** 2
+    p = asyncio.run(probe(run_level, 2.0, SLO, looks(True, 100 * first)))
+    assert asked == [first, math.ceil(20 * first * grow) - first] and p.verdict == "MEETS", (asked, p.verdict)
+    assert "look 2 at 0.9875" in p.method, p.method
     asked.clear()
-    capped = asyncio.run(probe(run_level, 2.0, True, SLO, 0.9, 0.95, first, 4 * first))
+    capped = asyncio.run(probe(run_level, 2.0, SLO, looks(True, 4 * first)))
     assert asked == [first, 3 * first] and capped.verdict == "INCONCLUSIVE", (asked, capped.verdict)
     asked.clear()
     # the same server in a closed loop: a floor of 0.5 x 4 = 2, and all good: the first run decides
-    closed = asyncio.run(probe(run_level, 2.0, False, SLO, 0.9, 0.95, first, 4 * first))
+    closed = asyncio.run(probe(run_level, 2.0, SLO, looks(False, 4 * first)))
     assert asked == [first] and closed.verdict == "MEETS", (asked, closed.verdict)
+
+
+def test_each_look_spends_half_the_error_left() -> None:
+    """Look j at 1 - (1 - c) / 2^j: the one-sided errors of every look sum to at most the one of a single
+    look at c, however many; the first run is sized for the first look, so it needs more requests than one
+    sized for a single look at c."""
+    spent = sum((1 - look_confidence(0.95, j)) / 2 for j in range(1, 60))
+    assert look_confidence(0.95, 1) == 0.975 and look_confidence(0.95, 3) == 1 - 0.05 / 8
+    assert spent <= 0.025 and spent > 0.0249
+    assert first_run(0.9, 0.95) > requests_for_single(0.9, 0.95)
+    # a series that the plain confidence MEETS at its second look, and the second look's does not
+    runs = [[i % 20 != 0 for i in range(250)], [i % 20 != 0 for i in range(250)]]
+    assert judge(runs, [1.0, 1.0], 0.92, 0.95).verdict == "MEETS"
+    assert judge(runs, [1.0, 1.0], 0.92, look_confidence(0.95, 2)).verdict == "INCONCLUSIVE"
+
+
+def requests_for_single(target: float, confidence: float) -> int:
+    from seatrial.capacity.looks import requests_for
+
+    return requests_for(target, confidence)
 
 
 def test_a_closed_loop_runs_expected_length_comes_from_the_last_level() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from seatrial.capacity.probe import MIN_REQUESTS, requests_for
+from seatrial.capacity.looks import MIN_REQUESTS, requests_for
 from seatrial.capacity.search import Search
 from seatrial.stats.proportions import wilson
 

@@ -1,119 +1,53 @@
 """One capacity probe: the load offered as bench offers it (a level with its warm-up and validity gate),
-judged by the share of good requests and its interval.
+judged by the share of good requests and its interval, look after look (capacity.looks: the sizes, the
+batches, alpha spending over the looks).
 
-- Size: the first run sends :func:`requests_for` requests, enough for the interval's lower bound to clear
-  the target when the true attainment lies halfway between the target and 1 and outcomes are independent.
-  An INCONCLUSIVE probe (the interval straddles the target) gets another run at the same load, of what
-  that size needs at the design effect measured so far (at least the first run's size), up to
-  ``max_requests``; every run's requests are pooled.
-- Clusters: each run's requests are cut into consecutive batches in send order, each twice the good/bad
-  series' correlation time long (requests that shared the server's queue are not independent;
-  :func:`seatrial.stats.proportions.data_batches`), and that correlation time is the least design effect
-  of the cluster-aware Wilson interval. That time is at least a multiple of the others the run held in
-  flight (:func:`seatrial.stats.proportions.least_correlation`): 5 x for an open loop (a queue fed at a
-  rate keeps outcomes alike for several lifetimes, and a short series cannot see it), 0.5 x for a closed
-  one (its users wait for their answers: benchmarks/attainment_coverage.py measures both).
-- Verdict: MEETS when the lower bound is at least the target, MISSES when the upper bound is below it,
-  INCONCLUSIVE otherwise; INVALID when a run failed bench's validity gate twice (the client fell behind,
-  or the delivered rate was off). A failed request is a request that was not good, never invalidity.
+- Verdict: MEETS, MISSES or INCONCLUSIVE from the last look; INVALID when a run failed bench's validity
+  gate twice (the client fell behind, or the delivered rate was off). A failed request is a request that
+  was not good, never invalidity. An invalid run is no look.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
+from seatrial.capacity.looks import Looks
 from seatrial.load.bench import LevelOutcome
 from seatrial.load.goodput import SLO_METRICS, is_good
 from seatrial.load.records import RequestRecord
 from seatrial.runs.summaries.base import Distribution
-from seatrial.runs.summaries.capacity import Probe, ProbeServer, ProbeVerdict
+from seatrial.runs.summaries.capacity import Probe, ProbeServer
 from seatrial.stats import distribution
-from seatrial.stats.proportions import Share, data_batches, least_correlation, share_ci, wilson
-
-MIN_REQUESTS = 10
 
 #: runs one level at ``load`` with ``requests`` measured requests
 RunLevel = Callable[[float, int], Awaitable[LevelOutcome]]
 
 
-def requests_for(target: float, confidence: float) -> int:
-    """Fewest requests whose Wilson lower bound clears ``target`` at an attainment halfway to 1."""
-    p = (1 + target) / 2
-    n = MIN_REQUESTS
-    while wilson(p * n, n, confidence)[0] < target and n < 100_000:
-        n += max(1, n // 20)
-    return n
+def outcomes(records: list[RequestRecord], slo: dict[str, float]) -> list[bool]:
+    """Whether each request was good, in send order."""
+    return [is_good(r, slo) for r in sorted(records, key=lambda r: r.sent_ms)]
 
 
-@dataclass
-class ProbeJudgement:
-    share: Share
-    verdict: ProbeVerdict
-
-
-def judge(
-    runs: list[list[RequestRecord]],
-    slo: dict[str, float],
-    target: float,
-    confidence: float,
-    floors: list[float] | None = None,
-) -> ProbeJudgement:
-    """The probe's share of good requests over its runs, each cut into batches of its own correlation time,
-    at least its run's floor (``floors``: :func:`least_correlation` of what each run held in flight)."""
-    good, total, taus = [], [], [1.0]
-    for i, records in enumerate(runs):
-        ordered = sorted(records, key=lambda r: r.sent_ms)
-        g, t, tau = data_batches([is_good(r, slo) for r in ordered], floors[i] if floors else 1.0)
-        good += g
-        total += t
-        taus.append(tau)
-    share = share_ci(good, total, confidence, min_deff=max(taus))
-    lo, hi = share.ci
-    verdict: ProbeVerdict = "MEETS" if lo >= target else "MISSES" if hi < target else "INCONCLUSIVE"
-    return ProbeJudgement(share, verdict)
-
-
-async def probe(
-    run_level: RunLevel,
-    load: float,
-    rate_mode: bool,
-    slo: dict[str, float],
-    target: float,
-    confidence: float,
-    first: int,
-    most: int,
-) -> Probe:
-    """Runs at ``load`` until the interval decides, the requests reach ``most``, or a run is invalid twice."""
-    outcomes: list[LevelOutcome] = []
+async def probe(run_level: RunLevel, load: float, slo: dict[str, float], looks: Looks) -> Probe:
+    """Runs at ``load`` until ``looks`` decides or spends its budget, or a run is invalid twice."""
+    done: list[LevelOutcome] = []
     invalid: list[LevelOutcome] = []
-    judged: ProbeJudgement | None = None
-    while (used := sum(len(o.records) for o in outcomes)) < most:
-        # the next run: what the interval needs at the design effect seen so far, at least ``first``
-        need = math.ceil(first * judged.share.deff) - used if judged else first
-        outcome = await run_level(load, min(max(first, need), most - used))
+    while size := looks.next_size():
+        outcome = await run_level(load, size)
         if not outcome.summary.valid:
             invalid.append(outcome)
             if len(invalid) >= 2:
                 break
             continue
-        outcomes.append(outcome)
-        floors = [least_correlation(o.summary.delivery.mean_in_flight, rate_mode) for o in outcomes]
-        judged = judge([o.records for o in outcomes], slo, target, confidence, floors)
-        if judged.verdict != "INCONCLUSIVE":
-            break
-    return _probe(load, rate_mode, slo, outcomes, invalid, judged)
+        done.append(outcome)
+        looks.add(outcomes(outcome.records, slo), outcome.summary.delivery.mean_in_flight)
+    return _probe(load, slo, done, invalid, looks)
 
 
 def _probe(
-    load: float,
-    rate_mode: bool,
-    slo: dict[str, float],
-    outcomes: list[LevelOutcome],
-    invalid: list[LevelOutcome],
-    judged: ProbeJudgement | None,
+    load: float, slo: dict[str, float], outcomes: list[LevelOutcome], invalid: list[LevelOutcome], looks: Looks
 ) -> Probe:
+    rate_mode, judged = looks.open_loop, looks.judged
     records = [r for o in outcomes for r in o.records]
     ok = [r for r in records if r.ok]
     valid = judged is not None and len(invalid) < 2
@@ -129,7 +63,7 @@ def _probe(
         attainment=share.share if share else None,
         attainment_ci=list(share.ci) if share else [0.0, 1.0],
         n_eff=share.n_eff if share else 0.0,
-        method=share.method if share else "none",
+        method=_method(looks) if share else "none",
         verdict=judged.verdict if judged and valid else "INVALID",
         valid=valid,
         invalid_reasons=reasons,
@@ -145,6 +79,12 @@ def _probe(
         missed_by=missed_by(records, slo),
         server=_server(outcomes),
     )
+
+
+def _method(looks: Looks) -> str:
+    assert looks.judged is not None
+    n = len(looks.runs)
+    return f"{looks.judged.share.method}; look {n} at {looks.look_confidence(n):.4g} (alpha spending)"
 
 
 def missed_by(records: list[RequestRecord], slo: dict[str, float]) -> dict[str, int]:

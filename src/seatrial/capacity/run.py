@@ -15,7 +15,8 @@ from collections.abc import Callable
 from seatrial.capacity.config import CapacityConfig
 from seatrial.capacity.cost import cost, gpus_of, per_gpu, production_profile, read_layout
 from seatrial.capacity.limits import limit
-from seatrial.capacity.probe import probe, requests_for
+from seatrial.capacity.looks import Looks, first_run
+from seatrial.capacity.probe import probe
 from seatrial.capacity.search import Search
 from seatrial.load.bench import LevelOutcome, NoProgress, Progress, Session, loaded, measure_level
 from seatrial.load.config import BenchConfig
@@ -67,7 +68,7 @@ class CapacityRun:
 
     async def _search(self, session: Session, pool: Pool | None) -> Search:
         c = self.ccfg
-        first = c.probe_requests or requests_for(c.attainment, c.confidence)
+        first = c.probe_requests or first_run(c.attainment, c.confidence)
         most = c.max_probe_requests or 4 * first
         rate = c.mode == "rate"
         search = Search(c.first, c.precision, integer=not rate, max_load=c.max_rate, max_probes=c.max_probes,
@@ -87,7 +88,7 @@ class CapacityRun:
 
         while (at := search.next_load()) is not None:
             try:
-                p = await probe(run_level, at, rate, c.slo, c.attainment, c.confidence, first, most)
+                p = await probe(run_level, at, c.slo, Looks(c.attainment, c.confidence, rate, first, most))
             except OutOfTime:  # a probe cut short is not judged: its runs stay levels of the folder
                 search.out_of_time(budget.elapsed_s, budget.seconds or 0.0)
                 self.log(f"search stopped: {search.stop_reason}")

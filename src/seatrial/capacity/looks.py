@@ -1,0 +1,112 @@
+"""A probe's looks at its own data, and what they may conclude (issue 38 items 4 and 5).
+
+- Outcomes: each run's good/bad series in send order, cut into consecutive batches twice its correlation
+  time long (requests that shared the server's queue are not independent;
+  :func:`seatrial.stats.proportions.data_batches`), and that correlation time is the least design effect
+  of the cluster-aware Wilson interval. The time is at least a multiple of the others the run held in
+  flight (:func:`seatrial.stats.proportions.least_correlation`): 5 x for an open loop, 0.5 x for a closed
+  one (benchmarks/attainment_coverage.py measures both).
+- Looks: after each run the probe judges all its runs pooled: MEETS when the interval's lower bound is at
+  least the target, MISSES when its upper bound is below it, else INCONCLUSIVE and, within the probe's
+  budget, another run. Looking again after more requests is paid for by alpha spending: look ``j``
+  (1, 2, ...) uses the two-sided confidence ``1 - (1 - confidence) / 2**j``, so the chances of a false
+  MEETS at every look sum (union bound: the looks' correlation only makes it smaller) to at most
+  ``(1 - confidence) / 2``, the one-sided error of a single look at ``confidence``, however many looks the
+  probe takes. The same for a false MISSES. benchmarks/probe_looks.py measures the false MEETS rate over
+  all looks at a true attainment 0.01 under the target.
+- Sizes: the first run is :func:`requests_for` at the first look's confidence; each next run brings the
+  probe to what its interval needs at the design effect seen so far and at the next look's confidence
+  (the first run's size x design effect x (z of the next look / z of the first)^2), at least the first
+  run's size, within the budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from seatrial.runs.summaries.capacity import ProbeVerdict
+from seatrial.stats.proportions import Share, data_batches, least_correlation, share_ci, wilson, z_two_sided
+
+MIN_REQUESTS = 10
+
+
+def look_confidence(confidence: float, look: int) -> float:
+    """The two-sided confidence of look ``look`` (1, 2, ...): its share of the error is half the last's."""
+    return 1 - (1 - confidence) / 2**look
+
+
+def requests_for(target: float, confidence: float) -> int:
+    """Fewest requests whose Wilson lower bound at ``confidence`` clears ``target`` at an attainment
+    halfway to 1 (outcomes independent)."""
+    p = (1 + target) / 2
+    n = MIN_REQUESTS
+    while wilson(p * n, n, confidence)[0] < target and n < 100_000:
+        n += max(1, n // 20)
+    return n
+
+
+def first_run(target: float, confidence: float) -> int:
+    """A probe's first run: sized for its first look."""
+    return requests_for(target, look_confidence(confidence, 1))
+
+
+@dataclass
+class ProbeJudgement:
+    share: Share
+    verdict: ProbeVerdict
+
+
+def judge(runs: Sequence[Sequence[bool]], floors: Sequence[float], target: float, confidence: float) -> ProbeJudgement:
+    """The share of good outcomes over ``runs`` (each in send order), each cut into batches of its own
+    correlation time, at least its floor (:func:`least_correlation` of what the run held in flight)."""
+    good, total, taus = [], [], [1.0]
+    for outcomes, floor in zip(runs, floors, strict=True):
+        g, t, tau = data_batches(outcomes, floor)
+        good += g
+        total += t
+        taus.append(tau)
+    share = share_ci(good, total, confidence, min_deff=max(taus))
+    lo, hi = share.ci
+    verdict: ProbeVerdict = "MEETS" if lo >= target else "MISSES" if hi < target else "INCONCLUSIVE"
+    return ProbeJudgement(share, verdict)
+
+
+@dataclass
+class Looks:
+    """One probe's runs and its judgement after each (see the module's docstring)."""
+
+    target: float
+    confidence: float
+    open_loop: bool
+    first: int
+    most: int
+    runs: list[list[bool]] = field(default_factory=list)
+    floors: list[float] = field(default_factory=list)
+    judged: ProbeJudgement | None = None
+
+    @property
+    def used(self) -> int:
+        return sum(map(len, self.runs))
+
+    def next_size(self) -> int:
+        """The next run's measured requests; 0 when the probe decided or spent its budget."""
+        left = self.most - self.used
+        if left <= 0 or (self.judged is not None and self.judged.verdict != "INCONCLUSIVE"):
+            return 0
+        if self.judged is None:
+            return min(self.first, left)
+        grow = (z_two_sided(self.look_confidence(len(self.runs) + 1)) / z_two_sided(self.look_confidence(1))) ** 2
+        need = math.ceil(self.first * self.judged.share.deff * grow) - self.used
+        return min(max(self.first, need), left)
+
+    def add(self, outcomes: list[bool], in_flight: float) -> ProbeJudgement:
+        """Judges the probe after one more run (``outcomes`` in send order, ``in_flight`` its mean)."""
+        self.runs.append(outcomes)
+        self.floors.append(least_correlation(in_flight, self.open_loop))
+        self.judged = judge(self.runs, self.floors, self.target, self.look_confidence(len(self.runs)))
+        return self.judged
+
+    def look_confidence(self, look: int) -> float:
+        return look_confidence(self.confidence, look)
