@@ -44,9 +44,19 @@ def test_connections_closed_after_each_stream_cost_no_request(delay_s: float, co
     assert all(r.resends <= 1 for r in records)  # a resend goes out on a new connection: never stale
 
 
-def test_a_fin_that_acknowledged_an_unread_request_waits_for_its_reset() -> None:
+def test_a_server_that_closes_after_each_response_gets_a_new_connection_each_time() -> None:
+    # the first pooled connection found closed right after its response tells the client: no more reuse,
+    # so no more races with the server's close (40 requests, one after another, would find ~40 closed)
+    records, ids = run(ClosingConfig(close_delay_s=0.0), 40, 1)
+    assert [r.error for r in records if r.error] == [] and sorted(ids) == sorted(r.request_id for r in records)
+    assert 1 <= sum(r.resends + r.stale_connections for r in records) <= 3
+
+
+def test_a_fin_that_acknowledged_an_unread_request_waits_for_its_reset(monkeypatch: pytest.MonkeyPatch) -> None:
     # cpp-httplib's shutdown, then close 30 ms later (its thread lost the CPU): the FIN acknowledges the
     # next request, which the kernel took in; the reset that says it was never read comes at the close.
+    # (Reuse goes on here: the client's learning that the server closes each connection is switched off.)
+    monkeypatch.setattr("seatrial.load.reuse.CLOSES_AFTER_RESPONSE_S", 0.0)
     records, ids = run(ClosingConfig(close_delay_s=0.002, shutdown_gap_s=0.03), 24, 1)
     assert [r.error for r in records if r.error] == []
     assert sum(r.resends for r in records) > 0 and sorted(ids) == sorted(r.request_id for r in records)

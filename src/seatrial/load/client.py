@@ -228,6 +228,8 @@ async def send(
             break
         rec.resends += 1
         rec.error = None
+        if isinstance(session.connector, GuardedConnector):  # the server closed it unread: learn from it
+            session.connector.closed_soon(attempt.sock)
     if rec.error:
         rec.error = _server_words(rec.error, ep)
     if rec.error and rec.e2e_ms is None:

@@ -25,6 +25,11 @@ server. Two guards, neither of which can hide a request the server received:
   ``RESET_WAIT_S`` for that reset, on a duplicate of the socket it keeps open for it. A failure on a
   fresh connection, a clean close (FIN) with no reset within that wait, and any failure after the first
   response byte stay failures.
+- a server that closes its connections right after their responses (a pooled one found closed within
+  ``CLOSES_AFTER_RESPONSE_S`` of its last bytes) gets a new connection for every request from then on:
+  reusing them only races their close, and cpp-httplib can take in the next request and close with a
+  FIN and no reset at all (seen on llama-server: 2 of 24 requests lost to "Server disconnected" after a
+  2 s wait for a reset that never came).
 """
 
 from __future__ import annotations
@@ -41,6 +46,10 @@ import aiohttp
 
 from seatrial.load.stamps import StampedSocket, socket_of
 
+#: a pooled connection the server closed this soon after its last bytes: the server closes each connection
+#: after its response (cpp-httplib after a stream), far sooner than any idle keep-alive timeout (5 s for
+#: uvicorn and cpp-httplib); from then on the connector opens a new connection for every request
+CLOSES_AFTER_RESPONSE_S = 1.0
 MAX_ATTEMPTS = 2  # sends of one request: a resend needs the proof above and goes out on a new connection
 RESET_WAIT_S = 0.25  # for the reset after a FIN (above): only on a failed request
 _RESET_POLL_S = 0.005
@@ -105,9 +114,11 @@ class GuardedConnector(aiohttp.TCPConnector):
     """A TCPConnector that never hands out a pooled connection the server has already closed, and notes
     the pooled connection each request went out on (for :meth:`Attempt.never_read`)."""
 
+    fresh_only = False  # the server closes each connection after its response: none is reused
+
     async def _get(self, key: Any, traces: Any) -> Any:  # aiohttp.connector.Connection | None
         attempt = _ATTEMPT.get()
-        if attempt is not None and attempt.fresh:
+        if (attempt is not None and attempt.fresh) or self.fresh_only:
             return None  # a resend never takes a pooled connection: the connector opens a new one
         while True:
             conn = await super()._get(key, traces)
@@ -118,9 +129,18 @@ class GuardedConnector(aiohttp.TCPConnector):
                 conn.close()  # the server closed it: nothing was sent
                 if attempt is not None:
                     attempt.stale_dropped += 1
+                if self.closed_soon(sock):
+                    return None
                 continue
             if sock is not None:
                 sock.check_next_send = sock.reused = True
             if attempt is not None and sock is not None:
                 attempt.sock, attempt.received_at_start = sock, sock.received
             return conn
+
+    def closed_soon(self, sock: StampedSocket | None) -> bool:
+        """Whether the server closed ``sock`` right after its last response; then no connection is reused
+        from now on (that would only race their close)."""
+        if sock is not None and time.monotonic() - sock.last_read_s < CLOSES_AFTER_RESPONSE_S:
+            self.fresh_only = True
+        return self.fresh_only

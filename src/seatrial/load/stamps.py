@@ -84,6 +84,7 @@ class StampedSocket(socket.socket):
         self.missed = 0  # ... events whose segment the capture missed (timed per read)
         self._line_head = b""  # the start of a line a read cut off
         self.received = 0  # bytes read so far
+        self.last_read_s = time.monotonic()  # when bytes last came (time.monotonic)
         # the peer reset (RST) the connection, or closed it (FIN) before our data reached it (unacked)
         self.reset = False
         self.check_next_send = False  # a reused connection: see whether the peer closed it before sending
@@ -153,6 +154,7 @@ class StampedSocket(socket.socket):
 
     def _got(self, data: bytes, at: int, n: int = 0) -> None:
         self.unanswered = False
+        self.last_read_s = time.monotonic()
         self.reads.append(at)
         if self.packets is not None:
             self._scan(data)
