@@ -407,13 +407,15 @@ def test_more_slots_carry_more_load_within_the_slo_and_the_capacity_profile_adop
     came out INCONCLUSIVE once in a slow run: with 2 starts a side, Welch has about 2 degrees of freedom,
     and searches that found 2 and 3, 7 and 10 left the lower bound under 20%.) The searches start at 8 users:
 eight slots then meet there and bisect above it, and a stalled probe at 2 or 4 users cannot cut their
-search short; one slot halves its way down to the 1 user it holds."""
+search short; one slot halves its way down to the 1 user it holds. Every request of 8 users in 8 slots meets the bound,
+but their shared queue makes 48 of them worth about 12 independent ones, and a second look is at 98.75%
+(alpha spending): up to 192 requests a probe let the looks decide."""
     doc = plan_doc(
         baseline={"name": "slots-1", "args": ["--itl-ms", "5", "--slots", "1"]},
         treatments=[{"name": "slots-8", "args": ["--itl-ms", "5", "--slots", "8"]}],
         decide={"profiles": {"capacity": {"metric": "capacity", "min_gain_pct": 20, "capacity": {
-            "slo": "ttft_ms:30", "attainment": 0.8, "mode": "concurrency", "start": 8, "probe_requests": 24,
-            "max_probe_requests": 48, "max_rate": 16}}}},
+            "slo": "ttft_ms:30", "attainment": 0.8, "mode": "concurrency", "start": 8, "probe_requests": 48,
+            "max_probe_requests": 192, "max_rate": 16}}}},
     )  # fmt: skip
     doc["workload"] |= {"output_len": 10, "requests": 16}
     out = invoke(["experiment", str(write_plan(tmp_path, doc)), "--out", str(tmp_path / "run")])
