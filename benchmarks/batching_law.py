@@ -33,9 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from seatrial.stats import steady
 from seatrial.testing.batching import BatchLaw
-
-MSER_BATCH = 5
 
 
 @dataclass
@@ -149,16 +148,9 @@ def closed_loop(users: int, n_out: np.ndarray, law: BatchLaw) -> Served:
 
 
 def mser5(series: np.ndarray) -> int:
-    """MSER-5's warm-up: how many leading observations to drop (a multiple of 5, at most half)."""
-    m = len(series) // MSER_BATCH
-    if m < 4:
-        return 0
-    y = series[: m * MSER_BATCH].reshape(m, MSER_BATCH).mean(axis=1)
-    s1 = np.cumsum(y[::-1])[::-1]  # suffix sums from batch d
-    s2 = np.cumsum((y * y)[::-1])[::-1]
-    left = m - np.arange(m)
-    mser = (s2 - s1 * s1 / left) / left**2
-    return int(np.argmin(mser[: m // 2 + 1])) * MSER_BATCH
+    """MSER-5's warm-up: how many leading observations to drop (a multiple of 5, at most half): seatrial's
+    own (seatrial.stats.steady)."""
+    return steady.mser5(series).cut
 
 
 def attainment(law: BatchLaw, rate: float, unit_gaps: np.ndarray, n_out: int, slo: dict[str, float]) -> float:

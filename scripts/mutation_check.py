@@ -171,11 +171,46 @@ MUTATIONS = (
         ("tests/capacity/test_probe_intervals.py",),
     ),
     Mutation(
+        "the client keeps reusing connections a server closes after each response",
+        "load/reuse.py",
+        "            self.fresh_only = True",
+        "            pass",
+        ("tests/load/test_reuse.py::test_a_server_that_closes_after_each_response_gets_a_new_connection_each_time",),
+    ),
+    Mutation(
         "a level drains: no cool-down",
         "load/scheduler.py",
         "    if level.timed or level.ramp is not None or measured < 1:",
         "    if True:",
         ("tests/load/test_cooldown.py",),
+    ),
+    Mutation(
+        "a level's window keeps the warm-up's transient",
+        "load/window.py",
+        "    front = timed[t.cut] if t.cut else 0",
+        "    front = 0",
+        ("tests/load/test_window.py::test_a_transient_moves_to_the_warm_up_in_send_order",),
+    ),
+    Mutation(
+        "a capacity probe keeps its transient in its figures",
+        "capacity/run.py",
+        "self.folder, self.progress, pool, True)",
+        "self.folder, self.progress, pool, False)",
+        ("tests/load/test_window.py::test_a_capacity_probe_cuts_its_transient_and_misses_an_overloaded_rate_at_once",),
+    ),
+    Mutation(
+        "a queue that keeps growing is never called overloaded",
+        "load/window.py",
+        "        overloaded=open_loop and t.rising,",
+        "        overloaded=False,",
+        ("tests/load/test_window.py::test_few_requests_cut_nothing_and_only_an_open_loop_is_overloaded",),
+    ),
+    Mutation(
+        "an overloaded probe is judged by its share",
+        "capacity/looks.py",
+        'self.judged = ProbeJudgement(judged.share, "MISSES") if self.overloaded else judged',
+        "self.judged = judged",
+        ("tests/capacity/test_probe_intervals.py::test_an_overloaded_run_misses_at_once_whatever_its_share",),
     ),
 )
 
@@ -202,6 +237,9 @@ def main() -> int:
     ap.add_argument("--only", help="run only the mutation whose name contains this")
     args = ap.parse_args()
     chosen = [m for m in MUTATIONS if not args.only or args.only in m.name]
+    if not chosen:
+        print(f"ERROR  no mutation's name contains {args.only!r}")
+        return 2
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="seatrial-mutants-") as tmp:
         tree = Path(tmp)

@@ -108,6 +108,32 @@ def test_a_probe_sizes_its_next_run_to_what_the_interval_needs() -> None:
     assert asked == [first] and closed.verdict == "MEETS", (asked, closed.verdict)
 
 
+def test_an_overloaded_run_misses_at_once_whatever_its_share() -> None:
+    """All good, alone in flight: the first look MEETS; the same run with a queue that kept growing
+    (load.window) MISSES at once, with no second run."""
+    from seatrial.runs.summaries.bench import LevelWindow
+
+    asked: list[int] = []
+
+    def level(size: int, overloaded: bool) -> LevelOutcome:
+        asked.append(size)
+        o = outcome(size, 1.0)
+        o.summary.window = LevelWindow(stationary=not overloaded, overloaded=overloaded)
+        return o
+
+    async def steady(load: float, size: int) -> LevelOutcome:
+        return level(size, False)
+
+    async def growing(load: float, size: int) -> LevelOutcome:
+        return level(size, True)
+
+    first = first_run(0.9, 0.95)
+    assert asyncio.run(probe(steady, 2.0, SLO, Looks(0.9, 0.95, True, first, 4 * first))).verdict == "MEETS"
+    asked.clear()
+    p = asyncio.run(probe(growing, 2.0, SLO, Looks(0.9, 0.95, True, first, 4 * first)))
+    assert asked == [first] and p.verdict == "MISSES" and p.overloaded and p.attainment == 1.0, (asked, p)
+
+
 def test_each_look_spends_half_the_error_left() -> None:
     """Look j at 1 - (1 - c) / 2^j: the one-sided errors of every look sum to at most the one of a single
     look at c, however many; the first run is sized for the first look, so it needs more requests than one

@@ -33,16 +33,16 @@ def test_a_request_is_of_the_level_it_names(tmp_path: Path) -> None:
         _row("renamed-00000", 11.0, level=1),  # an id that says nothing: the field still places it
         _row("L1-warm-00000", 13.0, level=1, phase="warmup"),
     ])  # fmt: skip
-    assert level_values(folder, 0, 2)["ttft_ms"] == [5.0]
-    assert level_values(folder, 1, 2)["ttft_ms"] == [7.0, 11.0]
+    assert level_values(folder, {"index": 0, "concurrency": 2})["ttft_ms"] == [5.0]
+    assert level_values(folder, {"index": 1, "concurrency": 2})["ttft_ms"] == [7.0, 11.0]
 
 
 def test_rows_written_before_records_carried_their_level_are_read_by_their_id(tmp_path: Path) -> None:
     folder = _folder(tmp_path, [_row("L0-00000", 5.0), _row("L1-00000", 7.0), _row("L1-00001", 8.0),
                                 _row("P1-control-00000", 9.0)])  # fmt: skip
-    assert level_values(folder, 0, 2)["ttft_ms"] == [5.0]
-    assert level_values(folder, 1, 2)["ttft_ms"] == [7.0, 8.0]
-    assert level_values(folder, None, 2)["ttft_ms"] == [5.0, 7.0, 8.0, 9.0]  # before levels had an index
+    assert level_values(folder, {"index": 0, "concurrency": 2})["ttft_ms"] == [5.0]
+    assert level_values(folder, {"index": 1, "concurrency": 2})["ttft_ms"] == [7.0, 8.0]
+    assert level_values(folder, {"index": None, "concurrency": 2})["ttft_ms"] == [5.0, 7.0, 8.0, 9.0]  # before levels had an index
 
 
 def test_bench_writes_each_request_with_its_level(tmp_path: Path) -> None:
@@ -57,7 +57,16 @@ def test_bench_writes_each_request_with_its_level(tmp_path: Path) -> None:
     assert sorted((r["level"], r["phase"]) for r in rows) == sorted(
         (level, phase) for level in (0, 1) for phase, n in (("warmup", 2), ("measure", 6)) for _ in range(n)
     )
-    assert [len(level_values(tmp_path, i, c)["ttft_ms"]) for i, c in ((0, 1), (1, 2))] == [6, 6]
+    levels = [{"index": i, "concurrency": c} for i, c in ((0, 1), (1, 2))]
+    assert [len(level_values(tmp_path, lv)["ttft_ms"]) for lv in levels] == [6, 6]
+
+
+def test_a_level_reads_only_its_window(tmp_path: Path) -> None:
+    """Rows of a level sent before its window began (load.window) stay on disk as measured, never read."""
+    folder = _folder(tmp_path, [_row("L0-00000", 50.0, level=0, sent_ms=1.0), _row("L0-00001", 6.0, level=0, sent_ms=9.0),
+                                _row("L0-00002", 5.0, level=0, sent_ms=12.0)])  # fmt: skip
+    assert level_values(folder, {"index": 0, "concurrency": 2, "window": {"start_ms": 9.0}})["ttft_ms"] == [6.0, 5.0]
+    assert level_values(folder, {"index": 0, "concurrency": 2, "window": None})["ttft_ms"] == [50.0, 6.0, 5.0]
 
 
 def test_two_traces_are_two_workloads_and_a_new_field_is_a_key() -> None:

@@ -14,6 +14,8 @@
   ``(1 - confidence) / 2``, the one-sided error of a single look at ``confidence``, however many looks the
   probe takes. The same for a false MISSES. benchmarks/probe_looks.py measures the false MEETS rate over
   all looks at a true attainment 0.01 under the target.
+- Overloaded: a run at a rate whose queue kept growing (load.window) MISSES at once: its share is of a
+  transient that would only get worse, never averaged with other runs into a verdict.
 - Sizes: the first run is :func:`requests_for` at the first look's confidence; each next run brings the
   probe to what its interval needs at the design effect seen so far and at the next look's confidence
   (the first run's size x design effect x (z of the next look / z of the first)^2), at least the first
@@ -85,6 +87,7 @@ class Looks:
     runs: list[list[bool]] = field(default_factory=list)
     floors: list[float] = field(default_factory=list)
     judged: ProbeJudgement | None = None
+    overloaded: bool = False
 
     @property
     def used(self) -> int:
@@ -101,11 +104,13 @@ class Looks:
         need = math.ceil(self.first * self.judged.share.deff * grow) - self.used
         return min(max(self.first, need), left)
 
-    def add(self, outcomes: list[bool], in_flight: float) -> ProbeJudgement:
+    def add(self, outcomes: list[bool], in_flight: float, overloaded: bool = False) -> ProbeJudgement:
         """Judges the probe after one more run (``outcomes`` in send order, ``in_flight`` its mean)."""
         self.runs.append(outcomes)
         self.floors.append(least_correlation(in_flight, self.open_loop))
-        self.judged = judge(self.runs, self.floors, self.target, self.look_confidence(len(self.runs)))
+        judged = judge(self.runs, self.floors, self.target, self.look_confidence(len(self.runs)))
+        self.overloaded = self.overloaded or overloaded
+        self.judged = ProbeJudgement(judged.share, "MISSES") if self.overloaded else judged
         return self.judged
 
     def look_confidence(self, look: int) -> float:

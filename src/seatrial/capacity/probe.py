@@ -40,7 +40,9 @@ async def probe(run_level: RunLevel, load: float, slo: dict[str, float], looks: 
                 break
             continue
         done.append(outcome)
-        looks.add(outcomes(outcome.records, slo), outcome.summary.delivery.mean_in_flight)
+        window = outcome.summary.window
+        overloaded = window is not None and window.overloaded
+        looks.add(outcomes(outcome.records, slo), outcome.summary.delivery.mean_in_flight, overloaded)
     return _probe(load, slo, done, invalid, looks)
 
 
@@ -78,6 +80,7 @@ def _probe(
         mean_in_flight=_mean([lv.delivery.mean_in_flight for lv in levels]),
         missed_by=missed_by(records, slo),
         server=_server(outcomes),
+        overloaded=looks.overloaded,
     )
 
 

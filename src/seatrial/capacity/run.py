@@ -82,7 +82,7 @@ class CapacityRun:
             index = len(self.levels)
             seed = (cfg.workload.seed or 0) + index
             level = LevelLoad(requests + cfg.load.warmup, at, "poisson", seed) if rate else LevelLoad(round(at))
-            outcome = await measure_level(session, cfg, level, index, self.folder, self.progress, pool)
+            outcome = await measure_level(session, cfg, level, index, self.folder, self.progress, pool, True)
             self.levels.append(outcome)
             return outcome
 
@@ -203,6 +203,7 @@ def _line(p: Probe, c: CapacityConfig) -> str:
     return (
         f"probe {p.load:g} {unit}: {p.verdict}, attainment {att} [{lo:.1%}, {hi:.1%}] of {p.requests} requests "
         f"(target {c.attainment:.0%}, {p.runs} run{'s' if p.runs > 1 else ''})"
+        + ("; overloaded: its queue kept growing" if p.overloaded else "")
     )
 
 

@@ -274,9 +274,7 @@ class Experiment:
                                         "reasons": lv["invalid_reasons"]})  # fmt: skip
                         continue
                     level = {**lv, "start": st["index"], "slot": order.get((s["name"], st["index"]))}
-                    level["values"] = level_values(
-                        self.out / st["folder"], lv.get("index"), lv["concurrency"]
-                    )
+                    level["values"] = level_values(self.out / st["folder"], lv)
                     level["stalled"] = stall_reason(lv, self.plan.workload.max_lag_ms)
                     valid.setdefault(s["name"], {}).setdefault(lv["concurrency"], []).append(level)
                 if st.get("capacity"):

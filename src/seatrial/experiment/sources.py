@@ -40,14 +40,18 @@ def in_level(row: dict[str, Any], index: int) -> bool:
     return str(row.get("request_id", "")).split("-", 1)[0] == f"L{index}"
 
 
-def level_values(folder: Path, index: int | None, concurrency: int) -> dict[str, list[Any]]:
-    """The measured, successful requests of one level (by :func:`in_level`, or by concurrency for folders
-    written before levels had an index), by metric: one value per request, and for ``itl_ms`` one list
-    per request (its gaps stay together)."""
+def level_values(folder: Path, level: dict[str, Any]) -> dict[str, list[Any]]:
+    """The measured, successful requests of one level (a level of a summary: by :func:`in_level`, or by
+    concurrency for folders written before levels had an index; within its ``window``), by metric: one
+    value per request, and for ``itl_ms`` one list per request (its gaps stay together)."""
     out: dict[str, list[Any]] = {m: [] for m in REQUEST_METRICS}
+    index, concurrency = level.get("index"), level["concurrency"]
+    start = (level.get("window") or {}).get("start_ms")
     path = folder / "requests.jsonl"
     for r in read_jsonl(path) if path.exists() else []:
         if r.get("phase") != "measure" or r.get("error") is not None:
+            continue
+        if start is not None and r.get("sent_ms", 0.0) < start:  # the warm-up's transient (load.window)
             continue
         if index is not None and not in_level(r, index):
             continue
@@ -99,7 +103,7 @@ def _add(
     run.workloads[key] = workload
     if not level.get("valid", True):
         return
-    values = level_values(folder, level.get("index"), level["concurrency"])
+    values = level_values(folder, level)
     starts = run.levels.setdefault((key, _label(level)), [])
     starts.append(
         {**level, "values": values, "start": len(starts), "stalled": stall_reason(level, max_lag_ms)}

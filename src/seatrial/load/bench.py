@@ -39,6 +39,7 @@ from seatrial.load.validity import (
     prompt_mismatches,
     starvation_note,
 )
+from seatrial.load.window import steady_window
 from seatrial.load.workloads import WORKLOADS, RequestSpec, build_specs, measured_requests
 from seatrial.runs.folder import RunFolder
 from seatrial.runs.summaries.bench import (
@@ -117,7 +118,8 @@ def open_receiver(observe: ObserveConfig) -> SpanReceiver | None:
 @dataclass
 class LevelOutcome:
     summary: LevelSummary
-    records: list[RequestRecord] = field(default_factory=list)
+    records: list[RequestRecord] = field(default_factory=list)  # the measured window's (load.window)
+    warmup: list[RequestRecord] = field(default_factory=list)  # measured requests the window left to the warm-up
 
 
 async def measure_level(
@@ -128,9 +130,11 @@ async def measure_level(
     folder: RunFolder | None,
     progress: Progress,
     pool: Pool | None = None,
+    cut_transient: bool = False,
 ) -> LevelOutcome:
     """Warm-up (excluded) then the measured requests of one level, with ``/metrics`` scraped throughout;
-    with a ``pool`` the measured requests come from its workers (``load.distributed``)."""
+    with a ``pool`` the measured requests come from its workers (``load.distributed``); a steady level's
+    ``window`` from its data, its transient cut from the figures with ``cut_transient`` (load.window)."""
     load, wl = cfg.load, cfg.workload
     label = load_label(level)
     book, held = s.spans, []  # with spans, measured records are written once joined to theirs
@@ -212,6 +216,9 @@ async def measure_level(
         records = [r for r in records if r.phase != "cooldown"]  # held the load; never measured
         check_refused(records)
         records = [r for r in records if r.phase == "measure"]  # a leading warm-up's are not measured
+        window, warmup = None, list[RequestRecord]()
+        if level.ramp is None and not level.timed and WORKLOADS[wl.name].count is None:  # a steady load
+            records, warmup, window = steady_window(records, level.open_loop, cut_transient)
         # the engine's own timing: its spans, else what it stated in each answer (llama.cpp)
         timing = book.join(records, await book.settle(records)) if book is not None else answered(records)
     finally:
@@ -221,6 +228,9 @@ async def measure_level(
     server = summarize(scraper.samples, scraper.failures) | {"scrape_filtered": scraper.filtered}
     workers = sorted(merge.workers, key=lambda w: w.worker) if merge is not None else []
     summary = level_summary(records, delivery, cfg, level, server, lag.summary(), index=index, served=served)
+    summary.window = window
+    if window is not None and window.stationary is False:
+        summary.notes.append(f"window: {window.reason}")
     if wl.name == "trace":
         summary.trace = trace_stats(wl, specs, records, block_size)
     summary.notes += merge.notes if merge is not None else []
@@ -233,7 +243,7 @@ async def measure_level(
         update={"workers": workers, **client_cpu(records, cpu, workers)}
     )
     progress.level_end(summary)
-    return LevelOutcome(summary, records)
+    return LevelOutcome(summary, records, warmup)
 
 
 async def run_shares(

@@ -275,6 +275,17 @@ class GpuTelemetry(SummaryModel):
     notes: list[str] = Field(default_factory=list)
 
 
+class LevelWindow(SummaryModel):
+    """Where the level's steady state began, by its own data (load.window: MSER-5 on its TTFTs)."""
+
+    transient: int = 0  # measured requests at the front the data showed were still the warm-up's transient
+    excluded: int = 0  # of them, left out of the level's figures (a capacity probe's; other levels keep them)
+    start_ms: float | None = None  # with some excluded: the first send the figures hold (requests' sent_ms)
+    stationary: bool | None = None  # None: too few requests to tell
+    overloaded: bool = False  # an open loop whose latency kept rising: the queue kept growing
+    reason: str = ""
+
+
 class LevelSummary(SummaryModel):
     """One measured level: throughput, latency distributions over ok requests, the server's view, the
     delivery, the client's self-checks, and validity with every reason."""
@@ -309,6 +320,7 @@ class LevelSummary(SummaryModel):
     gpu_telemetry: GpuTelemetry | None = None
     prompt_token_mismatches: int = 0
     goodput: Goodput | None = None
+    window: LevelWindow | None = None
     valid: bool = True
     invalid_reasons: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)

@@ -49,6 +49,7 @@ class Probe(SummaryModel):
     mean_in_flight: float | None
     missed_by: dict[str, int]  # failed, and each SLO bound: requests that broke it
     server: ProbeServer
+    overloaded: bool = False  # a run's queue kept growing (load.window): MISSES at once, whatever its share
 
     @property
     def load(self) -> float:
