@@ -44,7 +44,7 @@ def level(rng: np.random.Generator, rate: float, n: int, name: str) -> tuple[boo
     records = [RequestRecord(str(i), "measure", 1, sent_ms=float(served.arrival_s[i] * 1e3),
                              ttft_ms=float(served.ttft_ms[i]), output_tokens=N_OUT)
                for i in range(lead, lead + n)]  # fmt: skip
-    *_, window = steady_window(records, open_loop=True)
+    *_, window = steady_window(records, open_loop=True, cut=True)
     return window.overloaded, window.stationary, window.excluded / n
 
 

@@ -15,8 +15,11 @@ test: on a steady series whose level wandered by a tenth it lands anywhere.
 
 A level whose latency keeps rising (the slope of its batch means over send order, by least squares, above
 zero at one-sided ``RISING_CONFIDENCE`` by Student's t on batches - 2 degrees of freedom, over
-``TREND_BATCHES`` batches: long batches are nearly independent) and that is not stationary has a queue
-that keeps growing; for an open loop (arrivals at a rate) that is an overloaded server.
+``TREND_BATCHES`` batches: long batches are nearly independent; and a fitted rise over the series of at
+least ``RISE_SHARE`` of its mean: a queue that keeps growing rises by multiples, while a steady one whose
+batches are shorter than its correlation wanders) and that is not stationary has a queue that keeps
+growing; for an open loop (arrivals at a rate) that is an overloaded server. benchmarks/level_window.py
+measures both errors.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ MSER_BATCH = 5
 MIN_BATCHES = 20  # 100 observations
 TREND_BATCHES = 10
 RISING_CONFIDENCE = 0.99
+RISE_SHARE = 0.2  # ... and its fitted rise over the series at least this share of its mean
 CVM_CRITICAL = 0.743  # the integral of a squared Brownian bridge exceeds it with probability 1%
 
 
@@ -76,6 +80,8 @@ def rising(series: np.ndarray) -> bool:
         return False
     y = np.asarray(series[: k * TREND_BATCHES], dtype=float).reshape(TREND_BATCHES, k).mean(axis=1)
     fit = sps.linregress(np.arange(TREND_BATCHES), y)
+    if fit.slope * (TREND_BATCHES - 1) < RISE_SHARE * abs(float(y.mean())):
+        return False  # a wander, not a queue that keeps growing
     if not np.isfinite(fit.stderr) or fit.stderr == 0:
         return bool(fit.slope > 0)
     return bool(fit.slope / fit.stderr > sps.t.ppf(RISING_CONFIDENCE, TREND_BATCHES - 2))
