@@ -178,6 +178,20 @@ MUTATIONS = (
         ("tests/load/test_reuse.py::test_a_server_that_closes_after_each_response_gets_a_new_connection_each_time",),
     ),
     Mutation(
+        "a replica's bound over starts is a bound on their mean (no prediction)",
+        "capacity/replica.py",
+        "math.sqrt(1 + 1 / n)",
+        "math.sqrt(1 / n)",
+        ("tests/capacity/test_replica.py::test_the_bound_holds_a_fresh_start_at_its_confidence_and_the_mean_would_not",),
+    ),
+    Mutation(
+        "a start that found no capacity is dropped",
+        "capacity/replica.py",
+        "    missed = [s.lowest for s in starts if s.found is None]",
+        "    missed: list[float] = []",
+        ("tests/capacity/test_replica.py::test_a_start_that_found_nothing_is_below_its_lowest_probe_and_one_start_is_labelled",),
+    ),
+    Mutation(
         "a level drains: no cool-down",
         "load/scheduler.py",
         "    if level.timed or level.ramp is not None or measured < 1:",

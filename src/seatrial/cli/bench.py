@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder
+from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder, partial_on_interrupt
 from seatrial.cli.options import names_of, settings_from, with_settings
 from seatrial.cli.progress import (
     LiveProgress,
@@ -18,7 +18,7 @@ from seatrial.cli.progress import (
     rich_table,
     server_timing_view,
 )
-from seatrial.errors import RunInterrupted, config_errors
+from seatrial.errors import config_errors
 
 if TYPE_CHECKING:
     from seatrial.load.config import BenchConfig
@@ -74,18 +74,12 @@ def run_bench_cli(cfg: BenchConfig, out_dir: Path | None) -> BenchSummary:
 
     measured_requests(cfg.workload, cfg.load.requests)  # a trace read (and refused) before the folder is made
     folder = RunFolder(out_dir, "bench", cfg.model_dump(mode="json")) if out_dir else None
-    try:
+    with partial_on_interrupt(out_dir, folder):
         with LiveProgress() as progress:
             summary = asyncio.run(run_bench(cfg, folder, progress))
         if out_dir:
             console.print(f"report: {write_report(out_dir)}", highlight=False)
         return summary
-    except KeyboardInterrupt:
-        where = f"; partial run folder: {out_dir}" if out_dir else ""
-        raise RunInterrupted(f"interrupted{where}") from None
-    finally:
-        if folder:
-            folder.close()
 
 
 #: bench's options from the settings model, in the order --help lists them

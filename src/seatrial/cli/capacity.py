@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 import typer
 
-from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder
+from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder, partial_on_interrupt
 from seatrial.cli.options import settings_from, with_settings
 from seatrial.cli.progress import LiveProgress, rich_table
-from seatrial.errors import RunInterrupted, config_errors
+from seatrial.errors import ConfigError, config_errors
 
 #: bench's settings that capacity takes as they are (it sets the load of each probe itself)
 BENCH_OPTIONS = [
@@ -28,15 +28,26 @@ NOT_FOUND_EXIT, NOTHING_MEASURED_EXIT = 1, 8
 
 
 def capacity(
-    url: Annotated[str, typer.Option(help="Server base URL, e.g. http://127.0.0.1:8000")],
+    url: Annotated[str | None, typer.Option(help="Server base URL, e.g. http://127.0.0.1:8000 (one start)")] = None,
+    serve: Annotated[str | None, typer.Option(help="Command that starts the server, with {port}: searched on --starts fresh starts")] = None,
+    starts: Annotated[int, typer.Option(min=1, help="With --serve: fresh starts, each searched (a lower prediction bound over them)")] = 1,
     out_dir: Annotated[Path | None, typer.Option("--out", parser=out_folder, help="Run folder")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", parser=json_target, help="Write the summary JSON here")] = None,
     **settings: Any,
 ) -> None:
     """Find the highest load (req/s, or users) whose SLO attainment's lower bound meets the target; exit 0
     when a capacity was found, 1 when even the lowest probe misses (the floor: "below" it), a probe was
-    invalid or the time budget was spent (its bracket is said), 8 when nothing was measured."""
+    invalid or the time budget was spent (its bracket is said), 8 when nothing was measured. With
+    ``--serve`` and ``--starts N``: the search on N fresh starts and the capacity a fresh replica holds
+    (exit 0 with it, 1 when a start found none or was not measured)."""
     import asyncio
+
+    if (url is None) == (serve is None):
+        raise ConfigError("give --url (a running server) or --serve (a command that starts one), not both")
+    if serve is not None:
+        return _over_starts(serve, starts, out_dir, json_path, settings)
+    if starts != 1 or url is None:
+        raise ConfigError("--starts needs --serve: a running server (--url) is one start")
 
     from seatrial.capacity.config import CapacityConfig
     from seatrial.capacity.run import run_capacity
@@ -54,15 +65,8 @@ def capacity(
     config = {"bench": cfg.model_dump(mode="json"), "capacity": ccfg.model_dump(mode="json")}
     folder = RunFolder(out_dir, "capacity", config) if out_dir else None
     log = lambda line: console.print(escape(line), highlight=False)  # noqa: E731
-    try:
-        with LiveProgress() as progress:
-            summary = asyncio.run(run_capacity(cfg, ccfg, folder, log, progress))
-    except KeyboardInterrupt:
-        where = f"; partial run folder: {out_dir}" if out_dir else ""
-        raise RunInterrupted(f"interrupted{where}") from None
-    finally:
-        if folder:
-            folder.close()
+    with partial_on_interrupt(out_dir, folder), LiveProgress() as progress:
+        summary = asyncio.run(run_capacity(cfg, ccfg, folder, log, progress))
     for table in capacity_tables(summary):
         out.print(rich_table(table))
     for note in summary.notes:
@@ -75,6 +79,41 @@ def capacity(
         console.print(f"report: {write_report(out_dir)}", highlight=False)
     emit_json(json_path, summary)
     _exit(summary)
+
+
+def _over_starts(serve: str, starts: int, out_dir: Path | None, json_path: Path | None, settings: dict[str, Any]) -> None:
+    import shlex
+
+    from seatrial.capacity.config import CapacityConfig
+    from seatrial.capacity.starts import run_starts
+    from seatrial.load.settings import BenchSettings
+    from seatrial.runs.folder import RunFolder
+
+    command = shlex.split(serve)
+    if not any("{port}" in part for part in command):
+        raise ConfigError("--serve must contain {port} (each start gets a free port)")
+    bench = settings_from(BenchSettings, {k: settings[k] for k in BENCH_OPTIONS})
+    ccfg = settings_from(CapacityConfig, {k: settings[k] for k in CAPACITY_OPTIONS})
+    config = {"serve": command, "starts": starts, "bench": bench.model_dump(mode="json"),
+              "capacity": ccfg.model_dump(mode="json")}  # fmt: skip
+    folder = RunFolder(out_dir, "capacity", config, requests=False) if out_dir else None
+    log = lambda line: console.print(escape(line), highlight=False)  # noqa: E731
+    with partial_on_interrupt(out_dir, folder):
+        with LiveProgress() as progress:
+            replica = run_starts(bench, ccfg, command, starts, out_dir, log, progress)
+        if folder:
+            folder.write_summary(replica)
+    for st in replica.starts:
+        console.print(f"start {st.start} (seed {st.seed}): {escape(st.error or st.line)}", highlight=False)
+    if replica.capacity is not None:
+        out.print(f"capacity of a fresh replica: {replica.capacity:.4g} {replica.unit} ({escape(replica.method)})")
+    elif replica.below is not None:
+        out.print(f"capacity of a fresh replica: below {replica.below:g} {replica.unit} ({escape(replica.method)})")
+    else:
+        out.print(f"no capacity of a fresh replica: {escape(replica.method)}")
+    emit_json(json_path, replica)
+    if replica.capacity is None:
+        raise typer.Exit(NOT_FOUND_EXIT)
 
 
 def _exit(summary: Any) -> None:

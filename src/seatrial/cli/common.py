@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -198,3 +199,19 @@ def write_folder(out_dir: Path | None, command: str, config: dict[str, Any], sum
 
     record(out_dir, command, config, summary, **kw)
     console.print(f"report: {write_report(out_dir)}", highlight=False)
+
+
+@contextmanager
+def partial_on_interrupt(out_dir: Path | None, folder: Any) -> Iterator[None]:
+    """A run's work: Ctrl-C ends it as RunInterrupted naming the partial run folder; the folder (a
+    RunFolder, or None) is closed either way."""
+    from seatrial.errors import RunInterrupted
+
+    try:
+        yield
+    except KeyboardInterrupt:
+        where = f"; partial run folder: {out_dir}" if out_dir else ""
+        raise RunInterrupted(f"interrupted{where}") from None
+    finally:
+        if folder:
+            folder.close()

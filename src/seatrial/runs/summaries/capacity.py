@@ -129,3 +129,28 @@ class CapacitySummary(SummaryModel):
     model: str | None = None
     workload: str | None = None
     notes: list[str] = Field(default_factory=list)
+
+
+class StartSearch(SummaryModel):
+    """One fresh start's search (``capacity --serve --starts``): its capacity, or why it has none."""
+
+    start: int
+    seed: int  # its arrivals' seed
+    folder: str | None = None  # its run folder, under the run's
+    startup_s: float | None = None
+    capacity: float | None = None  # the search's lower bound; None: it found none (below ``lowest``)
+    lowest: float | None = None  # the lowest load it probed
+    line: str = ""
+    error: str | None = None  # the start was not measured (did not come up, a probe INVALID, ...)
+
+
+class ReplicaCapacity(SummaryModel):
+    """The capacity a fresh replica holds over fresh starts (capacity.replica)."""
+
+    unit: str
+    starts: list[StartSearch]
+    capacity: float | None  # the lower prediction bound; None: see ``below`` and ``method``
+    below: float | None = None  # a start found no capacity: a fresh replica's may be below this
+    confidence: float
+    method: str
+    label: str  # "one start", or "N fresh starts"

@@ -1,0 +1,100 @@
+"""``seatrial capacity --serve CMD --starts N``: the capacity search on N fresh starts of the server, and the
+capacity a fresh replica holds over them (capacity.replica). Each start gets a free port (``{port}`` in the
+command), its own folder ``start-K/`` (server.log and the search's run folder) and its own arrival seed
+(the workload's seed + K - 1, recorded); it is stopped after its search, whatever happened."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from seatrial.capacity.config import CapacityConfig
+from seatrial.capacity.replica import StartCapacity, replica_bound
+from seatrial.capacity.run import Log, run_capacity
+from seatrial.errors import EngineError, SeatrialError
+from seatrial.load.bench import Progress
+from seatrial.load.config import BenchConfig
+from seatrial.load.settings import BenchSettings
+from seatrial.runs.capacity import capacity_line
+from seatrial.runs.folder import RunFolder
+from seatrial.runs.summaries.capacity import CapacitySummary, ReplicaCapacity, StartSearch
+from seatrial.server.process import ServerProcess, free_port
+
+READY_TIMEOUT_S = 900.0
+STOP_GRACE_S = 60.0
+
+
+def run_starts(
+    bench: BenchSettings, ccfg: CapacityConfig, serve: list[str], starts: int, out: Path | None, log: Log,
+    progress: Progress,
+) -> ReplicaCapacity:  # fmt: skip
+    """Every start's search, then the replica's capacity over them."""
+    done = [_one_start(bench, ccfg, serve, k, out, log, progress) for k in range(starts)]
+    bound = replica_bound(
+        [StartCapacity(s.capacity, s.lowest or 0.0) for s in done if s.error is None], ccfg.confidence
+    )
+    errors = [s for s in done if s.error is not None]
+    return ReplicaCapacity(
+        unit="req/s" if ccfg.mode == "rate" else "users",
+        starts=done,
+        capacity=bound.value if not errors else None,
+        below=bound.below,
+        confidence=ccfg.confidence,
+        method=bound.method if not errors else f"{len(errors)} of {starts} starts were not measured",
+        label="one start" if starts == 1 else f"{starts} fresh starts",
+    )
+
+
+def _one_start(
+    bench: BenchSettings, ccfg: CapacityConfig, serve: list[str], k: int, out: Path | None, log: Log,
+    progress: Progress,
+) -> StartSearch:  # fmt: skip
+    seed = (bench.seed or 0) + k
+    folder = out / f"start-{k + 1}" if out else None
+    port = free_port()
+    argv = [part.replace("{port}", str(port)) for part in serve]
+    record = StartSearch(start=k + 1, seed=seed, folder=f"start-{k + 1}" if out else None)
+    log(f"start {k + 1}: launching the server on port {port}")
+    log_path = folder / "server.log" if folder else Path("/dev/null")
+    if folder:
+        folder.mkdir(parents=True, exist_ok=True)
+    try:
+        server = ServerProcess(argv, log_path, port=port)
+    except EngineError as exc:
+        return record.model_copy(update={"error": str(exc)})
+    try:
+        record.startup_s = round(server.wait_ready(READY_TIMEOUT_S), 2)
+        cfg = BenchConfig.from_settings(bench, server.url, seed=seed)
+        config = {"bench": cfg.model_dump(mode="json"), "capacity": ccfg.model_dump(mode="json"), "start": k + 1}
+        run_folder = RunFolder(folder, "capacity", config) if folder else None
+        try:
+            summary = asyncio.run(run_capacity(cfg, ccfg, run_folder, log, progress))
+        finally:
+            if run_folder:
+                run_folder.close()
+    except SeatrialError as exc:
+        return record.model_copy(update={"error": str(exc).splitlines()[0]})
+    finally:
+        server.stop(STOP_GRACE_S)
+    if folder:
+        from seatrial.report.html import write_report
+
+        write_report(folder)
+    return _searched(record, summary)
+
+
+def _searched(record: StartSearch, s: CapacitySummary) -> StartSearch:
+    c = s.capacity
+    value = c.rate_req_s if c.mode == "rate" else c.concurrency
+    invalid = any(p.verdict == "INVALID" for p in s.probes)
+    measured = any(p.valid for p in s.probes)
+    update: dict[str, Any] = {
+        "capacity": float(value) if c.found and value is not None and not invalid else None,
+        "lowest": min((p.load for p in s.probes), default=None),
+        "line": capacity_line(s),
+        "error": None if measured else "nothing was measured: no probe was valid",
+    }
+    if invalid and measured:
+        update["error"] = f"a probe was INVALID: {c.stop_reason}"
+    return record.model_copy(update=update)
