@@ -192,6 +192,13 @@ MUTATIONS = (
         ("tests/capacity/test_replica.py::test_a_start_that_found_nothing_is_below_its_lowest_probe_and_one_start_is_labelled",),
     ),
     Mutation(
+        "every start of an experiment replays the same seed",
+        "experiment/run.py",
+        "self.measure(server, folder, self.seed + k)",
+        "self.measure(server, folder, self.seed)",
+        ("tests/experiment/test_experiment_synthetic.py::test_every_start_is_a_fresh_server_measured_as_bench_measures",),
+    ),
+    Mutation(
         "a level drains: no cool-down",
         "load/scheduler.py",
         "    if level.timed or level.ramp is not None or measured < 1:",

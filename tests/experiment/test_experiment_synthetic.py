@@ -178,7 +178,11 @@ def test_every_start_is_a_fresh_server_measured_as_bench_measures(
     assert [s["name"] for s in summary["settings"]] == ["itl-4", "itl-2", "itl-4-again"]
     for s in settings.values():
         assert [st["index"] for st in s["starts"]] == [0, 1]
+        # start K of every setting: the experiment's seed + K (its prompts and arrivals, in its run.json)
+        assert [st["seed"] for st in s["starts"]] == [summary["seed"], summary["seed"] + 1]
         for st in s["starts"]:
+            seeded = json.loads((out / st["folder"] / "run.json").read_text())["config"]["workload"]["seed"]
+            assert seeded == st["seed"]
             folder = out / st["folder"]
             assert st["ok"] and st["startup_s"] > 0 and st["stop"]["signal"] == "SIGTERM"
             assert {"run.json", "requests.jsonl", "server_metrics.jsonl", "summary.json", "server.log"} <= {

@@ -1,11 +1,12 @@
 """``seatrial capacity --serve CMD --starts N``: the capacity search on N fresh starts of the server, and the
 capacity a fresh replica holds over them (capacity.replica). Each start gets a free port (``{port}`` in the
 command), its own folder ``start-K/`` (server.log and the search's run folder) and its own arrival seed
-(the workload's seed + K - 1, recorded); it is stopped after its search, whatever happened."""
+(``--seed``, else a new draw, + K - 1; recorded); it is stopped after its search, whatever happened."""
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,8 @@ def run_starts(
     progress: Progress,
 ) -> ReplicaCapacity:  # fmt: skip
     """Every start's search, then the replica's capacity over them."""
-    done = [_one_start(bench, ccfg, serve, k, out, log, progress) for k in range(starts)]
+    base = bench.seed if bench.seed is not None else secrets.randbelow(2**31)  # a new draw each run
+    done = [_one_start(bench, ccfg, serve, k, base + k, out, log, progress) for k in range(starts)]
     bound = replica_bound(
         [StartCapacity(s.capacity, s.lowest or 0.0) for s in done if s.error is None], ccfg.confidence
     )
@@ -47,10 +49,9 @@ def run_starts(
 
 
 def _one_start(
-    bench: BenchSettings, ccfg: CapacityConfig, serve: list[str], k: int, out: Path | None, log: Log,
+    bench: BenchSettings, ccfg: CapacityConfig, serve: list[str], k: int, seed: int, out: Path | None, log: Log,
     progress: Progress,
 ) -> StartSearch:  # fmt: skip
-    seed = (bench.seed or 0) + k
     folder = out / f"start-{k + 1}" if out else None
     port = free_port()
     argv = [part.replace("{port}", str(port)) for part in serve]

@@ -177,7 +177,7 @@ class Experiment:
                 self.log(f"   did not come up: {failure['error'].splitlines()[0]}")
                 continue
             try:
-                record.update(self.measure(server, folder))
+                record.update(self.measure(server, folder, self.seed + k))
             finally:
                 record["stop"] = server.stop(self.plan.serve.stop_grace_s)
                 self.log(f"   stopped ({record['stop']['signal']}, {record['stop']['stop_s']:.1f} s)")
@@ -213,10 +213,13 @@ class Experiment:
             server.lower_priority(serve.nice)
         return server, {}
 
-    def measure(self, server: ServerProcess, folder: Path) -> dict[str, Any]:
+    def measure(self, server: ServerProcess, folder: Path, seed: int) -> dict[str, Any]:
+        """One start's bench levels and capacity searches, with the start's own seed (the experiment's +
+        its start index: start K of every setting draws the same prompts and arrivals, no two starts of a
+        setting do)."""
         startup_s = server.ready_s
         self.log(f"   ready in {startup_s or 0:.1f} s; measuring")
-        cfg = BenchConfig.from_settings(self.plan.workload, server.url, seed=self.seed)
+        cfg = BenchConfig.from_settings(self.plan.workload, server.url, seed=seed)
         with RunFolder(folder, "bench", cfg.model_dump(mode="json")) as run_folder:
             try:
                 run = run_bench(cfg, run_folder, receiver=self.receiver, kv_line=server.kv_cache_line())
@@ -228,7 +231,7 @@ class Experiment:
         for lv in levels:
             self.log(f"   C={lv['concurrency']}: {lv['output_tok_s'] or 0:,.1f} output tok/s"
                      + ("" if lv["valid"] else f", INVALID: {'; '.join(lv['invalid_reasons'])}"))  # fmt: skip
-        return {"ok": True, "startup_s": round(startup_s or 0.0, 2), "kv_cache_line": server.kv_cache_line(),
+        return {"ok": True, "seed": seed, "startup_s": round(startup_s or 0.0, 2), "kv_cache_line": server.kv_cache_line(),
                 "nice": server.nice,
                 "levels": levels, "plan_check": bench.get("plan_check"), "spans": bench.get("spans"),
                 "capacity": self.capacities(cfg, folder)}  # fmt: skip

@@ -33,6 +33,7 @@ class ExperimentStart(SummaryModel):
     ok: bool | None = None
     done: bool | None = None
     error: str | None = None
+    seed: int | None = None  # its prompts' and arrivals' seed: the experiment's + its start index
     startup_s: float | None = None
     kv_cache_line: str | None = None
     nice: int | None = None  # the nice its threads were lowered to once ready (serve.nice)
