@@ -10,25 +10,12 @@ from pathlib import Path
 
 import pytest
 from tests.clirun import invoke
+from tests.md4_server import OUT, md4_server
 
 from seatrial.load.goodput import is_good, parse_slo
 from seatrial.load.records import RequestRecord
 from seatrial.runs.folder import read_jsonl
 from seatrial.stats.proportions import wilson
-from seatrial.testing.server import start_process
-
-#: 4 slots, 10 ms to the first token, 5 ms per token: a 20-token request holds a slot ~105 ms (~38 req/s)
-SLOTS, TTFT_MS, ITL_MS, OUT = 4, 10.0, 5.0, 20
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    proc, url = start_process(ITL_MS, TTFT_MS, slots=SLOTS)
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def test_slo_specs_and_what_counts_as_good() -> None:
@@ -43,6 +30,11 @@ def test_slo_specs_and_what_counts_as_good() -> None:
     one = RequestRecord("c", "measure", 1, output_tokens=1, ttft_ms=90.0, last_token_ms=90.0)
     assert is_good(one, slo)  # a single token has no TPOT: it meets the bound, as vLLM counts it
     assert not is_good(RequestRecord("d", "measure", 1, ttft_ms=1.0, error="HTTP 500"), slo)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    yield from md4_server()
 
 
 def test_bench_goodput_counts_the_requests_that_met_every_bound(server: str, tmp_path: Path) -> None:

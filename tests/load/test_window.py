@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.clirun import invoke
+from tests.md4_server import OUT, md4_server
 
 from seatrial.load.records import RequestRecord
 from seatrial.load.window import steady_window
 from seatrial.runs.folder import read_jsonl
 from seatrial.stats.steady import mser5
-from seatrial.testing.server import start_process
 
 
 def test_mser5_finds_a_transient_a_steady_series_and_a_rising_one() -> None:
@@ -68,18 +68,11 @@ def test_few_requests_cut_nothing_and_only_an_open_loop_is_overloaded() -> None:
     assert closed.stationary is False and not closed.overloaded and "not stationary" in closed.reason
 
 
-#: 4 slots, 10 ms to the first token, 5 ms per token, 20 tokens: a request holds a slot ~105 ms (~38 req/s)
-SLOTS, TTFT_MS, ITL_MS, OUT = 4, 10.0, 5.0, 20
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    proc, url = start_process(ITL_MS, TTFT_MS, slots=SLOTS)
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    yield from md4_server()
 
 
 def bench(server: str, rate: float, tmp: Path) -> tuple[dict, list[dict]]:  # type: ignore[type-arg]

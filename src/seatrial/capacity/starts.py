@@ -86,16 +86,15 @@ def _one_start(
 
 
 def _searched(record: StartSearch, s: CapacitySummary) -> StartSearch:
-    c = s.capacity
-    value = c.rate_req_s if c.mode == "rate" else c.concurrency
-    invalid = any(p.verdict == "INVALID" for p in s.probes)
-    measured = any(p.valid for p in s.probes)
+    held = s.held()
     update: dict[str, Any] = {
-        "capacity": float(value) if c.found and value is not None and not invalid else None,
+        "capacity": float(held) if held is not None else None,
         "lowest": min((p.load for p in s.probes), default=None),
         "line": capacity_line(s),
-        "error": None if measured else "nothing was measured: no probe was valid",
+        "error": None,
     }
-    if invalid and measured:
-        update["error"] = f"a probe was INVALID: {c.stop_reason}"
+    if not any(p.valid for p in s.probes):
+        update["error"] = "nothing was measured: no probe was valid"
+    elif any(p.verdict == "INVALID" for p in s.probes):
+        update["error"] = f"a probe was INVALID: {s.capacity.stop_reason}"
     return record.model_copy(update=update)

@@ -253,13 +253,10 @@ class Experiment:
                 except SeatrialError as exc:
                     out[name] = {"value": None, "reason": f"the search failed: {exc}"}
                     continue
-            c = found.capacity
-            value = c.rate_req_s if c.mode == "rate" else c.concurrency
-            ok = c.found and not any(p.verdict == "INVALID" for p in found.probes)
-            upper = c.upper_rate_req_s if c.mode == "rate" else c.upper_concurrency
-            out[name] = {"value": value if ok else None, "unit": "req/s" if c.mode == "rate" else "users",
-                         "bracket": [value, upper], "line": capacity_line(found),
-                         "reason": None if ok else c.stop_reason}  # fmt: skip
+            c, held = found.capacity, found.held()
+            out[name] = {"value": held, "unit": "req/s" if c.mode == "rate" else "users",
+                         "bracket": [c.value, c.upper], "line": capacity_line(found),
+                         "reason": None if held is not None else c.stop_reason}  # fmt: skip
             self.log(f"   capacity {name}: {capacity_line(found)}")
         return out
 

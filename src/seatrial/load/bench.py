@@ -118,8 +118,7 @@ def open_receiver(observe: ObserveConfig) -> SpanReceiver | None:
 @dataclass
 class LevelOutcome:
     summary: LevelSummary
-    records: list[RequestRecord] = field(default_factory=list)  # the measured window's (load.window)
-    warmup: list[RequestRecord] = field(default_factory=list)  # measured requests the window left to the warm-up
+    records: list[RequestRecord] = field(default_factory=list)  # the figures' (load.window)
 
 
 async def measure_level(
@@ -216,9 +215,9 @@ async def measure_level(
         records = [r for r in records if r.phase != "cooldown"]  # held the load; never measured
         check_refused(records)
         records = [r for r in records if r.phase == "measure"]  # a leading warm-up's are not measured
-        window, warmup = None, list[RequestRecord]()
+        window = None
         if level.ramp is None and not level.timed and WORKLOADS[wl.name].count is None:  # a steady load
-            records, warmup, window = steady_window(records, level.open_loop, cut_transient)
+            records, _, window = steady_window(records, level.open_loop, cut_transient)
         # the engine's own timing: its spans, else what it stated in each answer (llama.cpp)
         timing = book.join(records, await book.settle(records)) if book is not None else answered(records)
     finally:
@@ -243,7 +242,7 @@ async def measure_level(
         update={"workers": workers, **client_cpu(records, cpu, workers)}
     )
     progress.level_end(summary)
-    return LevelOutcome(summary, records, warmup)
+    return LevelOutcome(summary, records)
 
 
 async def run_shares(

@@ -76,6 +76,15 @@ class Capacity(SummaryModel):
     # --time-budget was spent (the stop reason gives the bracket then); None: the search ran its course
     ended_early: Literal["floor", "budget"] | None = None
 
+    @property
+    def value(self) -> float | None:
+        """The bound in the search's unit (req/s or users)."""
+        return self.rate_req_s if self.mode == "rate" else self.concurrency
+
+    @property
+    def upper(self) -> float | None:
+        return self.upper_rate_req_s if self.mode == "rate" else self.upper_concurrency
+
 
 class Limit(SummaryModel):
     """What set the capacity: accept's saturation classes, judged at the first probe that did not meet."""
@@ -129,6 +138,11 @@ class CapacitySummary(SummaryModel):
     model: str | None = None
     workload: str | None = None
     notes: list[str] = Field(default_factory=list)
+
+    def held(self) -> float | None:
+        """The capacity found; None where the search found none or stopped on an INVALID probe."""
+        c = self.capacity
+        return c.value if c.found and not any(p.verdict == "INVALID" for p in self.probes) else None
 
 
 class StartSearch(SummaryModel):
