@@ -194,7 +194,7 @@ MUTATIONS = (
     Mutation(
         "every start of an experiment replays the same seed",
         "experiment/run.py",
-        "self.measure(server, folder, self.seed + k)",
+        "self.measure(server, folder, start_seed(self.seed, k))",
         "self.measure(server, folder, self.seed)",
         ("tests/experiment/test_experiment_synthetic.py::test_every_start_is_a_fresh_server_measured_as_bench_measures",),
     ),

@@ -8,6 +8,11 @@
 #                                                  (evidence/h200-llamacpp/accept_profile.yaml) with what is left
 #   CUDA_FA=OFF CONC=1 bash evidence/h200-llamacpp/device_run.sh c   a then b in one call (a shorter build,
 #                                                  32 requests a bench level), for a session with one call left
+#   bash evidence/h200-llamacpp/device_run.sh d   (build,) hw, the single user at the capacity workload, capacity
+#                                                  over STARTS fresh starts (--serve); the build's binary goes
+#                                                  back as $OUT/llama-server.xz (carry it in .llamacpp-bin/)
+#   CAP=R bash evidence/h200-llamacpp/device_run.sh e   the referee: long bench levels at 0.9 and 1.1 x R req/s
+#                                                  with the SLO as --goodput, then accept
 # The build and the GGUF stay in the ignored .llamacpp-build/ (a warm machine keeps them for call b; a fresh one
 # builds again, incrementally where ninja's tree survived). Carry: .whl (pydantic, typer, rich & co.) and
 # .llamacpp-src (scripts/llamacpp_src.sh). Everything a call writes is packed into $OUT/<phase>.tgz.
@@ -34,6 +39,12 @@ fi
 PY=${PY:-python3}; ST="$PY -m seatrial.cli.app"
 B=$PWD/.llamacpp-build; L=$B/src; mkdir -p "$B"
 { date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1; nproc; } > "$R/host.txt"
+if [ -z "${BIN:-}" ] && [ ! -x "$L/build/bin/llama-server" ] && [ -s .llamacpp-bin/llama-server.xz ]; then
+  mkdir -p "$L/build/bin" "$L/models"  # a binary an earlier call built and sent back (carried): no build
+  xz -dc .llamacpp-bin/llama-server.xz > "$L/build/bin/llama-server" && chmod +x "$L/build/bin/llama-server"
+  [ -f "$L/models/ggml-vocab-llama-bpe.gguf" ] || tar -xzf .llamacpp-src/llama.cpp-src.tar.gz -C "$L" ./models/ggml-vocab-llama-bpe.gguf ./gguf-py
+  echo "llama-server from the carried binary" | tee "$R/build_time.txt"
+fi
 if [ -z "${BIN:-}" ]; then
   BIN=$L/build/bin/llama-server
   if [ ! -x "$BIN" ]; then
@@ -50,6 +61,7 @@ if [ -z "${BIN:-}" ]; then
     echo "build rc $rc in $(( $(date +%s) - start )) s (GGML_CUDA_FA=${CUDA_FA:-ON})" | tee "$R/build_time.txt"
     tail -c 4000 "$R/build.log" > "$R/build_tail.txt" 2>/dev/null; rm -f "$R/build.log"
     (( rc == 0 )) || exit 5
+    xz -T16 -6 -c "$BIN" > "$OUT/llama-server.xz"; ls -la "$BIN" "$OUT/llama-server.xz" >> "$R/build_time.txt"
   else
     echo "llama-server already built (kept from an earlier call)" | tee "$R/build_time.txt"
   fi
@@ -141,9 +153,45 @@ YAML
   unserve; tail -60 "$R/server_b.log" > "$R/server_b_tail.txt"; rm -f "$R/server_b.log"
   for d in experiment capacity accept; do find "$R/$d" -name requests.jsonl -exec gzip {} + 2>/dev/null; done
 }
+# issue 38's GPU referee and issue 39's capacity: the capacity workload (CIN/COUT tokens), its SLO, a server
+# of CPAR slots without its host prompt cache (its save of each previous prompt is serial host work)
+CIN=${CIN:-256} COUT=${COUT:-64} SLO=${SLO:-ttft_ms:1000,tpot_ms:40} CPAR=${CPAR:-64} CCTX=${CCTX:-65536}
+CAPW="--input-len $CIN --output-len $COUT"
+phase_d() {  # the single user's latency at the capacity workload, then capacity over STARTS fresh starts
+  PAR=$CPAR CTX=$CCTX serve server_d.log --cache-ram 0 || exit 6
+  step 60 $ST bench --url $U $CAPW --concurrency 1 --requests 32 --warmup 4 --out "$R/single" \
+    --json "$R/single.json" > "$R/single.txt" 2>&1; echo "bench exit $?" >> "$R/single.txt"
+  unserve; rm -f "$R/server_d.log"
+  local serve_cmd="$BIN --model $GGUF --alias l1b -ngl $NGL --parallel $CPAR -c $CCTX --cache-ram 0 --metrics --host 127.0.0.1 --port {port}"
+  step 600 $ST capacity --serve "$serve_cmd" --starts ${STARTS:-3} $CAPW --slo $SLO --start ${CAP_START:-8} \
+    --precision ${CAP_PRECISION:-0.25} --time-budget ${CAP_BUDGET:-100s} --out "$R/capacity" --json "$R/capacity.json" \
+    > "$R/capacity.txt" 2>&1; echo "capacity exit $?" >> "$R/capacity.txt"
+}
+phase_e() {  # the referee: long steady bench levels at REF (x the replica capacity CAP req/s), then accept
+  PAR=$CPAR CTX=$CCTX serve server_e.log --cache-ram 0 || exit 6
+  for f in ${REF:-0.9 1.1}; do
+    local rate; rate=$($PY -c "print(round($f * ${CAP:?the replica capacity, req/s}, 3))")
+    step ${REF_S:-120} $ST bench --url $U $CAPW --rate "$rate" --requests ${REF_N:-1500} --warmup ${REF_W:-300} \
+      --goodput $SLO --gpu-telemetry --out "$R/ref-$f" --json "$R/ref-$f.json" > "$R/ref-$f.txt" 2>&1
+    echo "bench exit $? (rate $rate = $f x $CAP)" >> "$R/ref-$f.txt"
+  done
+  unserve; tail -30 "$R/server_e.log" > "$R/server_e_tail.txt"; rm -f "$R/server_e.log"
+  if (( DEADLINE - $(date +%s) > 90 )); then
+    PAR=64 CTX=131072 serve server_acc.log || exit 6
+    step 150 $ST accept --url $U --profile evidence/h200-llamacpp/accept_profile.yaml \
+      --trials ${ACCEPT_TRIALS:-basic,prefix-cache,saturation} ${ACCEPT_SCALE:+--scale $ACCEPT_SCALE} \
+      --out "$R/accept" --json "$R/accept.json" > "$R/accept.txt" 2>&1; echo "accept exit $?" >> "$R/accept.txt"
+    unserve; tail -30 "$R/server_acc.log" > "$R/server_acc_tail.txt"; rm -f "$R/server_acc.log"
+  else
+    echo "accept skipped: too little of the call left" | tee "$R/accept.txt"
+  fi
+}
 case $PHASE in
   a) phase_a ;;
   b) phase_b ;;
   c) REQ=${REQ_C:-32} phase_a; phase_b ;;  # one call for both: a shorter bench, then b
+  d) step 60 $ST hw --trials inventory --json "$R/hw.json" > "$R/hw.txt" 2>&1; phase_d ;;
+  e) phase_e ;;
 esac
+for d in single capacity accept ref-0.9 ref-1.1; do find "$R/$d" -name requests.jsonl -exec gzip {} + 2>/dev/null; done
 echo "phase $PHASE done in $(( $(date +%s) - T0 )) s" | tee "$R/phase.txt"

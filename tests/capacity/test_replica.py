@@ -49,7 +49,7 @@ def test_capacity_over_fresh_starts_searches_each_with_its_own_seed_and_folder(t
     assert r.code == 0, r.output
     s = json.loads((tmp_path / "r.json").read_text())
     assert s == json.loads((out / "summary.json").read_text()) and s["label"] == "2 fresh starts"
-    assert [st["seed"] for st in s["starts"]] == [7, 8] and all(st["error"] is None for st in s["starts"])
+    assert [st["seed"] for st in s["starts"]] == [7, 1007] and all(st["error"] is None for st in s["starts"])
     caps = [st["capacity"] for st in s["starts"]]
     assert all(3 <= c <= 5 for c in caps) and s["capacity"] is not None and s["capacity"] <= min(caps), s
     for st in s["starts"]:  # each start: its server's log and a whole capacity run folder of its own

@@ -178,8 +178,9 @@ def test_every_start_is_a_fresh_server_measured_as_bench_measures(
     assert [s["name"] for s in summary["settings"]] == ["itl-4", "itl-2", "itl-4-again"]
     for s in settings.values():
         assert [st["index"] for st in s["starts"]] == [0, 1]
-        # start K of every setting: the experiment's seed + K (its prompts and arrivals, in its run.json)
-        assert [st["seed"] for st in s["starts"]] == [summary["seed"], summary["seed"] + 1]
+        # start K of every setting: the experiment's seed + 1000 K (its prompts and arrivals, in its run.json;
+        # its levels draw seed + level, so no level of one start replays one of the next)
+        assert [st["seed"] for st in s["starts"]] == [summary["seed"], summary["seed"] + 1000]
         for st in s["starts"]:
             seeded = json.loads((out / st["folder"] / "run.json").read_text())["config"]["workload"]["seed"]
             assert seeded == st["seed"]

@@ -20,6 +20,11 @@
   probe to what its interval needs at the design effect seen so far and at the next look's confidence
   (the first run's size x design effect x (z of the next look / z of the first)^2), at least the first
   run's size, within the budget.
+- Length by what is in flight (item 3): a run measures at least ``STEADY_MULTIPLE`` x the requests in
+  flight at its load (``in_flight``: the caller's forecast, then the most a run saw, from the client or the
+  server's running + waiting), and the budget is at least ``BUDGET_RUNS`` such runs. A run shorter than
+  that (the forecast was low) cannot MEET: its window held little more than the queue's fill, which flatters
+  the server; it MISSES as it stands, else the probe runs again at the length the run showed.
 """
 
 from __future__ import annotations
@@ -28,10 +33,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from seatrial.load.window import STEADY_MULTIPLE
 from seatrial.runs.summaries.capacity import ProbeVerdict
 from seatrial.stats.proportions import Share, data_batches, least_correlation, share_ci, wilson, z_two_sided
 
 MIN_REQUESTS = 10
+BUDGET_RUNS = 3  # a probe's budget holds at least this many runs of that length
 
 
 def look_confidence(confidence: float, look: int) -> float:
@@ -88,30 +95,47 @@ class Looks:
     floors: list[float] = field(default_factory=list)
     judged: ProbeJudgement | None = None
     overloaded: bool = False
+    in_flight: float = 0.0  # requests in flight at the probe's load: the forecast, then the most a run held
+    short: bool = False  # the last run measured fewer than STEADY_MULTIPLE x what it held in flight
 
     @property
     def used(self) -> int:
         return sum(map(len, self.runs))
 
+    @property
+    def steady_run(self) -> int:
+        """The fewest measured requests a run at this load needs: STEADY_MULTIPLE x its requests in flight."""
+        return math.ceil(STEADY_MULTIPLE * self.in_flight)
+
     def next_size(self) -> int:
         """The next run's measured requests; 0 when the probe decided or spent its budget."""
-        left = self.most - self.used
+        left = max(self.most, BUDGET_RUNS * self.steady_run) - self.used
         if left <= 0 or (self.judged is not None and self.judged.verdict != "INCONCLUSIVE"):
             return 0
         if self.judged is None:
-            return min(self.first, left)
+            return min(max(self.first, self.steady_run), left)
         grow = (z_two_sided(self.look_confidence(len(self.runs) + 1)) / z_two_sided(self.look_confidence(1))) ** 2
         need = math.ceil(self.first * self.judged.share.deff * grow) - self.used
-        return min(max(self.first, need), left)
+        return min(max(self.first, need, self.steady_run if self.short else 0), left)
 
-    def add(self, outcomes: list[bool], in_flight: float, overloaded: bool = False) -> ProbeJudgement:
-        """Judges the probe after one more run (``outcomes`` in send order, ``in_flight`` its mean)."""
+    def add(
+        self, outcomes: list[bool], in_flight: float, overloaded: bool = False, held: float | None = None
+    ) -> ProbeJudgement:
+        """Judges the probe after one more run (``outcomes`` in send order, ``in_flight`` the client's mean
+        in flight, ``held`` the most in flight seen from the client or the server: the run's length rule)."""
+        held = in_flight if held is None else held
         self.runs.append(outcomes)
         self.floors.append(least_correlation(in_flight, self.open_loop))
+        self.in_flight = max(self.in_flight, held)
+        self.short = len(outcomes) < STEADY_MULTIPLE * held
         judged = judge(self.runs, self.floors, self.target, self.look_confidence(len(self.runs)))
         self.overloaded = self.overloaded or overloaded
-        self.judged = ProbeJudgement(judged.share, "MISSES") if self.overloaded else judged
-        return self.judged
+        if self.overloaded:
+            judged = ProbeJudgement(judged.share, "MISSES")
+        elif self.short and judged.verdict == "MEETS":
+            judged = ProbeJudgement(judged.share, "INCONCLUSIVE")
+        self.judged = judged
+        return judged
 
     def look_confidence(self, look: int) -> float:
         return look_confidence(self.confidence, look)

@@ -42,7 +42,8 @@ async def probe(run_level: RunLevel, load: float, slo: dict[str, float], looks: 
         done.append(outcome)
         window = outcome.summary.window
         overloaded = window is not None and window.overloaded
-        looks.add(outcomes(outcome.records, slo), outcome.summary.delivery.mean_in_flight, overloaded)
+        held = window.in_flight if window is not None else None
+        looks.add(outcomes(outcome.records, slo), outcome.summary.delivery.mean_in_flight, overloaded, held)
     return _probe(load, slo, done, invalid, looks)
 
 
@@ -81,6 +82,8 @@ def _probe(
         missed_by=missed_by(records, slo),
         server=_server(outcomes),
         overloaded=looks.overloaded,
+        held_in_flight=round(looks.in_flight, 2) if outcomes else None,
+        short=looks.short,
     )
 
 

@@ -9,6 +9,7 @@ server_metrics.jsonl), and the summary is rewritten after each probe.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -88,7 +89,8 @@ class CapacityRun:
 
         while (at := search.next_load()) is not None:
             try:
-                p = await probe(run_level, at, c.slo, Looks(c.attainment, c.confidence, rate, first, most))
+                looks = Looks(c.attainment, c.confidence, rate, first, most, in_flight=forecast(self.probes, at, rate))
+                p = await probe(run_level, at, c.slo, looks)
             except OutOfTime:  # a probe cut short is not judged: its runs stay levels of the folder
                 search.out_of_time(budget.elapsed_s, budget.seconds or 0.0)
                 self.log(f"search stopped: {search.stop_reason}")
@@ -152,6 +154,19 @@ class CapacityRun:
         if c.target_rate is not None:
             summary.profile = production_profile(summary.capacity, at_cap, c.target_rate, layout, gpus,
                                                  c.gpu_hour_usd)  # fmt: skip
+
+
+def forecast(probes: list[Probe], at: float, rate: bool) -> float:
+    """Requests in flight expected at ``at``: its users in a closed loop; in an open loop the most the
+    nearest earlier probe held, scaled by Little's law to this rate (a queue past its capacity holds more:
+    the probe's own runs correct it)."""
+    if not rate:
+        return at
+    seen = [p for p in probes if p.held_in_flight and p.rate_req_s]
+    if not seen:
+        return 0.0
+    near = min(seen, key=lambda p: abs(math.log(at / (p.rate_req_s or at))))
+    return (near.held_in_flight or 0.0) * at / (near.rate_req_s or at)
 
 
 def closed_run_s(levels: list[LevelOutcome], users: float, requests: int) -> float:

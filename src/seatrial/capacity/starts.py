@@ -1,7 +1,7 @@
 """``seatrial capacity --serve CMD --starts N``: the capacity search on N fresh starts of the server, and the
 capacity a fresh replica holds over them (capacity.replica). Each start gets a free port (``{port}`` in the
 command), its own folder ``start-K/`` (server.log and the search's run folder) and its own arrival seed
-(``--seed``, else a new draw, + K - 1; recorded); it is stopped after its search, whatever happened."""
+(``--seed``, else a new draw, + 1000 x (K - 1): load.config.start_seed; recorded); it is stopped after its search, whatever happened."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from seatrial.capacity.replica import StartCapacity, replica_bound
 from seatrial.capacity.run import Log, run_capacity
 from seatrial.errors import EngineError, SeatrialError
 from seatrial.load.bench import Progress
-from seatrial.load.config import BenchConfig
+from seatrial.load.config import BenchConfig, start_seed
 from seatrial.load.settings import BenchSettings
 from seatrial.runs.capacity import capacity_line
 from seatrial.runs.folder import RunFolder
@@ -32,7 +32,7 @@ def run_starts(
 ) -> ReplicaCapacity:  # fmt: skip
     """Every start's search, then the replica's capacity over them."""
     base = bench.seed if bench.seed is not None else secrets.randbelow(2**31)  # a new draw each run
-    done = [_one_start(bench, ccfg, serve, k, base + k, out, log, progress) for k in range(starts)]
+    done = [_one_start(bench, ccfg, serve, k, start_seed(base, k), out, log, progress) for k in range(starts)]
     bound = replica_bound(
         [StartCapacity(s.capacity, s.lowest or 0.0) for s in done if s.error is None], ccfg.confidence
     )

@@ -42,7 +42,7 @@ from seatrial.experiment.sources import level_values, stall_reason
 from seatrial.interrupts import terminations_interrupt
 from seatrial.jsonio import read_json
 from seatrial.load.bench import open_receiver, run_bench
-from seatrial.load.config import BenchConfig, ObserveConfig
+from seatrial.load.config import BenchConfig, ObserveConfig, start_seed
 from seatrial.runs import RunFolder, write_redacted
 from seatrial.runs.summaries.experiment import ExperimentSummary
 from seatrial.server.engine import tracing_args, tracing_env
@@ -177,7 +177,7 @@ class Experiment:
                 self.log(f"   did not come up: {failure['error'].splitlines()[0]}")
                 continue
             try:
-                record.update(self.measure(server, folder, self.seed + k))
+                record.update(self.measure(server, folder, start_seed(self.seed, k)))
             finally:
                 record["stop"] = server.stop(self.plan.serve.stop_grace_s)
                 self.log(f"   stopped ({record['stop']['signal']}, {record['stop']['stop_s']:.1f} s)")

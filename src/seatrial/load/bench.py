@@ -39,7 +39,7 @@ from seatrial.load.validity import (
     prompt_mismatches,
     starvation_note,
 )
-from seatrial.load.window import steady_window
+from seatrial.load.window import held_in_flight, judge_length, steady_window
 from seatrial.load.workloads import WORKLOADS, RequestSpec, build_specs, measured_requests
 from seatrial.runs.folder import RunFolder
 from seatrial.runs.summaries.bench import (
@@ -230,6 +230,9 @@ async def measure_level(
     summary.window = window
     if window is not None and window.stationary is False:
         summary.notes.append(f"window: {window.reason}")
+    if window is not None:
+        in_flight = held_in_flight(summary.delivery.mean_in_flight, summary.server)
+        summary.notes += [n for n in (judge_length(window, len(records), in_flight),) if n]
     if wl.name == "trace":
         summary.trace = trace_stats(wl, specs, records, block_size)
     summary.notes += merge.notes if merge is not None else []

@@ -30,6 +30,14 @@ from seatrial.load.settings import (
 )
 from seatrial.runs.redact import redact_text, remember
 
+START_SEED_STRIDE = 1000  # seeds apart of fresh starts: a start's levels draw seed + level, never a next start's
+
+
+def start_seed(base: int, start: int) -> int:
+    """The seed of fresh start ``start`` (0, 1, ...) of a run whose seed is ``base`` (experiment's starts,
+    capacity --starts): far enough apart that no level of one start replays a level of another."""
+    return base + START_SEED_STRIDE * start
+
 
 def _S(name: str) -> Any:
     """The one definition of setting ``name`` (default, limits, help), reused as a field here."""

@@ -12,6 +12,12 @@ level's size is its user's (accept's steps need theirs for a p90), and MSER-5's 
 series can fall anywhere in its first half. requests.jsonl keeps every record as flushed (phase
 ``measure``); experiment reads a level's rows from its ``window.start_ms`` on. Nothing is found in a
 level of fewer than 100 measured requests with a TTFT: MSER-5 cannot place a warm-up in so few.
+
+A steady level's window is also judged by its length (issue 38 item 3): fewer measured requests than
+``STEADY_MULTIPLE`` x the requests it held in flight (the client's mean, or the server's running + waiting
+at their most where it exports them) is mostly the queue filling and draining, not the load's steady state;
+the level says so (``window.short`` and a note), and a capacity probe neither MEETS on such a run nor stops
+short of that length (capacity.looks).
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from seatrial.load.records import RequestRecord
-from seatrial.runs.summaries.bench import LevelWindow
+from seatrial.runs.summaries.bench import LevelWindow, ServerView
 from seatrial.stats.steady import MIN_BATCHES, MSER_BATCH, mser5
+
+STEADY_MULTIPLE = 10  # a steady level's measured requests, at least, per request it held in flight
 
 
 def steady_window(
@@ -67,3 +75,24 @@ def _reason(timed: int, transient: int, cut: bool, stationary: bool | None, over
     if not stationary:
         return f"{head}; the TTFTs did not settle within the level (not stationary)"
     return head
+
+
+def held_in_flight(client_mean: float, server: ServerView) -> float:
+    """The most requests a level held in flight: the client's mean, or the server's running + waiting at
+    their most where the engine exports them (its own queue, other clients' requests included)."""
+    if server.running_max is None:
+        return client_mean
+    return max(client_mean, server.running_max + (server.waiting_max or 0.0))
+
+
+def judge_length(window: LevelWindow, measured: int, held: float) -> str | None:
+    """Records on ``window`` what the level held in flight and whether ``measured`` requests were too few
+    for it; the note that says so, else None."""
+    window.in_flight = round(held, 2)
+    window.short = measured < STEADY_MULTIPLE * held
+    if not window.short:
+        return None
+    return (
+        f"window: {measured} measured requests, under {STEADY_MULTIPLE}x the {held:.0f} it held in flight: "
+        "mostly the queue filling and draining, not the load's steady state (measure more requests)"
+    )

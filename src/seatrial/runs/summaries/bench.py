@@ -284,6 +284,8 @@ class LevelWindow(SummaryModel):
     stationary: bool | None = None  # None: too few requests to tell
     overloaded: bool = False  # an open loop whose latency kept rising: the queue kept growing
     reason: str = ""
+    in_flight: float | None = None  # the most it held in flight: client mean, or the server's running + waiting
+    short: bool = False  # fewer measured requests than load.window.STEADY_MULTIPLE x in_flight
 
 
 class LevelSummary(SummaryModel):

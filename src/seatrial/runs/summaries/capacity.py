@@ -50,6 +50,9 @@ class Probe(SummaryModel):
     missed_by: dict[str, int]  # failed, and each SLO bound: requests that broke it
     server: ProbeServer
     overloaded: bool = False  # a run's queue kept growing (load.window): MISSES at once, whatever its share
+    # the most it held in flight (client or server) and whether its last run was shorter than 10x that
+    held_in_flight: float | None = None
+    short: bool = False
 
     @property
     def load(self) -> float:
