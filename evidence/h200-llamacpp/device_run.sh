@@ -11,7 +11,8 @@
 #   bash evidence/h200-llamacpp/device_run.sh d   (build,) hw, the single user at the capacity workload, capacity
 #                                                  over STARTS fresh starts (--serve); the build's binary goes
 #                                                  back as $OUT/llama-server.xz (carry it in .llamacpp-bin/)
-#   CAP=R bash evidence/h200-llamacpp/device_run.sh e   the referee: long bench levels at 0.9 and 1.1 x R req/s
+#   CAP=R bash evidence/h200-llamacpp/device_run.sh e   the referee: long bench levels at 0.9 and 1.1 x R (req/s,
+#                                                  or users with CAP_MODE=concurrency, as phase d's search)
 #                                                  with the SLO as --goodput, then accept
 # The build and the GGUF stay in the ignored .llamacpp-build/ (a warm machine keeps them for call b; a fresh one
 # builds again, incrementally where ninja's tree survived). Carry: .whl (pydantic, typer, rich & co.) and
@@ -163,17 +164,19 @@ phase_d() {  # the single user's latency at the capacity workload, then capacity
     --json "$R/single.json" > "$R/single.txt" 2>&1; echo "bench exit $?" >> "$R/single.txt"
   unserve; rm -f "$R/server_d.log"
   local serve_cmd="$BIN --model $GGUF --alias l1b -ngl $NGL --parallel $CPAR -c $CCTX --cache-ram 0 --metrics --host 127.0.0.1 --port {port}"
-  step 600 $ST capacity --serve "$serve_cmd" --starts ${STARTS:-3} $CAPW --slo $SLO --start ${CAP_START:-8} \
+  step 600 $ST capacity --serve "$serve_cmd" --starts ${STARTS:-3} $CAPW --slo $SLO --mode ${CAP_MODE:-rate} --start ${CAP_START:-8} \
     --precision ${CAP_PRECISION:-0.25} --time-budget ${CAP_BUDGET:-100s} --out "$R/capacity" --json "$R/capacity.json" \
     > "$R/capacity.txt" 2>&1; echo "capacity exit $?" >> "$R/capacity.txt"
 }
 phase_e() {  # the referee: long steady bench levels at REF (x the replica capacity CAP req/s), then accept
   PAR=$CPAR CTX=$CCTX serve server_e.log --cache-ram 0 || exit 6
   for f in ${REF:-0.9 1.1}; do
-    local rate; rate=$($PY -c "print(round($f * ${CAP:?the replica capacity, req/s}, 3))")
-    step ${REF_S:-120} $ST bench --url $U $CAPW --rate "$rate" --requests ${REF_N:-1500} --warmup ${REF_W:-300} \
+    local at load
+    if [ "${CAP_MODE:-rate}" = rate ]; then at=$($PY -c "print(round($f * ${CAP:?the replica capacity}, 3))"); load="--rate $at"
+    else at=$($PY -c "print(round($f * ${CAP:?the replica capacity}))"); load="--concurrency $at"; fi
+    step ${REF_S:-120} $ST bench --url $U $CAPW $load --requests ${REF_N:-1500} --warmup ${REF_W:-300} \
       --goodput $SLO --gpu-telemetry --out "$R/ref-$f" --json "$R/ref-$f.json" > "$R/ref-$f.txt" 2>&1
-    echo "bench exit $? (rate $rate = $f x $CAP)" >> "$R/ref-$f.txt"
+    echo "bench exit $? ($load = $f x $CAP)" >> "$R/ref-$f.txt"
   done
   unserve; tail -30 "$R/server_e.log" > "$R/server_e_tail.txt"; rm -f "$R/server_e.log"
   if (( DEADLINE - $(date +%s) > 90 )); then
