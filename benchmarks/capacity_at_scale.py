@@ -21,7 +21,11 @@ requests in flight there, each procedure's share of searches at or below the tru
 interval, the median answer / truth, the requests and the simulated minutes a search spent. Targets (the
 issue's): at or below the truth in >= 95% of searches, median >= 0.85 x the truth, at every law.
 
-    PYTHONPATH=src python benchmarks/capacity_at_scale.py [--searches 100] [--laws S=4,S=64]
+The closed loop (``--loop closed``, capacity's ``--mode concurrency``): C users that send again as each
+answer ends; the truth is the most users whose long-run attainment (100,000 requests, MSER-5) holds the
+target; searches start at round(truth x 2^U).
+
+    PYTHONPATH=src python benchmarks/capacity_at_scale.py [--searches 100] [--laws S=4,S=64] [--loop closed]
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from attainment_coverage import LAWS, N_OUT, SLO
-from batching_law import simulate, true_capacity
+from batching_law import closed_loop, mser5, simulate, true_capacity
 
 from seatrial.capacity.looks import Looks, first_run
 from seatrial.capacity.probe import probe
@@ -60,8 +64,8 @@ TARGET, CONFIDENCE, PRECISION = 0.9, 0.95, 0.05
 class Level:
     """One law's levels in simulated time, and what the searches spent."""
 
-    def __init__(self, law: BatchLaw, rng: np.random.Generator) -> None:
-        self.law, self.rng = law, rng
+    def __init__(self, law: BatchLaw, rng: np.random.Generator, open_loop: bool = True) -> None:
+        self.law, self.rng, self.open_loop = law, rng, open_loop
         self.requests, self.seconds = 0, 0.0
 
     def records(self, rate: float, n: int) -> tuple[list[RequestRecord], float, float]:
@@ -89,22 +93,41 @@ class Level:
         self.seconds += seconds
         return recs, rate * float(np.mean(e2e)) / 1e3, seconds
 
-    async def run_level(self, rate: float, n: int) -> LevelOutcome:
+    def closed_records(self, users: float, n: int) -> tuple[list[RequestRecord], float, float]:
+        """A closed-loop level: ``users`` send at once and again as each answer ends, until the ``n``
+        measured (the first sent) ended; its records, the users in flight and its simulated seconds."""
+        c = round(users)
+        served = closed_loop(c, np.full(n + c, N_OUT), self.law)
+        m = slice(0, n)
+        ttft, e2e, tpot = served.ttft_ms[m], served.e2e_ms[m], served.tpot_ms[m]
+        recs = [
+            RequestRecord(str(i), "measure", c, ttft_ms=float(ttft[i]), e2e_ms=float(e2e[i]),
+                          last_token_ms=float(ttft[i] + tpot[i] * (N_OUT - 1)),
+                          sent_ms=float(served.arrival_s[i] * 1e3) + i * 1e-6, output_tokens=N_OUT)
+            for i in range(n)
+        ]  # fmt: skip
+        seconds = float(served.last_s[m].max())
+        self.requests += n
+        self.seconds += seconds
+        return recs, float(c), seconds
+
+    async def run_level(self, load: float, n: int) -> LevelOutcome:
         """What capacity's run_level gives its probe: the window cut, the length judged."""
-        recs, in_flight, seconds = self.records(rate, n)
-        kept, _, window = steady_window(recs, True, cut=True)
+        open_loop = self.open_loop
+        recs, in_flight, seconds = self.records(load, n) if open_loop else self.closed_records(load, n)
+        kept, _, window = steady_window(recs, open_loop, cut=True)
         judge_length(window, len(kept), in_flight)
-        summary = LevelSummary(concurrency=1, rate=rate, duration_s=seconds,
-                               delivery=DeliveryStats(mean_in_flight=in_flight, achieved_rate=rate))  # fmt: skip
+        summary = LevelSummary(concurrency=1 if open_loop else round(load), rate=load if open_loop else None,
+                               duration_s=seconds, delivery=DeliveryStats(mean_in_flight=in_flight))  # fmt: skip
         summary.window = window
         return LevelOutcome(summary, kept)
 
 
 def seatrial_search(lv: Level, start: float) -> float | None:
-    first = first_run(TARGET, CONFIDENCE)
-    s, probes = Search(start, PRECISION), list[Probe]()
+    first, rate = first_run(TARGET, CONFIDENCE), lv.open_loop
+    s, probes = Search(start, PRECISION, integer=not rate), list[Probe]()
     while (at := s.next_load()) is not None:
-        looks = Looks(TARGET, CONFIDENCE, True, first, 4 * first, in_flight=forecast(probes, at, True))
+        looks = Looks(TARGET, CONFIDENCE, rate, first, 4 * first, in_flight=forecast(probes, at, rate))
         p = asyncio.run(probe(lv.run_level, at, SLO, looks))
         probes.append(p)
         s.record(at, p.verdict == "MEETS")
@@ -113,9 +136,9 @@ def seatrial_search(lv: Level, start: float) -> float | None:
 
 def one_run_search(lv: Level, start: float, wilson_rule: bool) -> float | None:
     n = first_run(TARGET, CONFIDENCE)
-    s = Search(start, PRECISION)
+    s = Search(start, PRECISION, integer=not lv.open_loop)
     while (at := s.next_load()) is not None:
-        recs, _, _ = lv.records(at, n)
+        recs, _, _ = lv.records(at, n) if lv.open_loop else lv.closed_records(at, n)
         good = sum(is_good(r, SLO) for r in recs)
         met = wilson(good, n, CONFIDENCE)[0] >= TARGET if wilson_rule else good / n >= TARGET
         s.record(at, met)
@@ -136,21 +159,42 @@ def report(name: str, truth: float, found: list[float | None], lv: Level, search
               f"{'met' if med >= 0.85 else 'NOT met'}")  # fmt: skip
 
 
+def closed_truth(law: BatchLaw, requests: int = 100_000) -> tuple[int, float]:
+    """The most users whose long-run attainment holds the target (MSER-5 burn-in), and that attainment."""
+    def att(c: int) -> float:
+        served = closed_loop(c, np.full(requests, N_OUT), law)
+        return float(served.good(SLO)[mser5(served.ttft_ms):].mean())
+
+    lo, hi = 1, 2 * law.slots
+    while att(hi) >= TARGET:
+        hi *= 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if att(mid) >= TARGET else (lo, mid)
+    return lo, att(lo)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--searches", type=int, default=100)
     ap.add_argument("--laws", default=",".join(LAWS))
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--loop", choices=("open", "closed"), default="open")
     a = ap.parse_args()
+    open_loop = a.loop == "open"
     print(f"SLO {SLO} for {TARGET:.0%}, confidence {CONFIDENCE}, precision {PRECISION}, {N_OUT} output tokens, "
           f"{a.searches} searches a procedure, starts at truth x 2^U(-2, 0)")  # fmt: skip
     for name in a.laws.split(","):
         law = LAWS[name]
-        truth = true_capacity(law, N_OUT, SLO, TARGET)
-        at_truth = simulate(np.cumsum(np.random.default_rng(2).exponential(1 / truth, 100_000)), N_OUT, law)
-        held = truth * float(np.mean(at_truth.e2e_ms[len(at_truth.e2e_ms) // 2 :])) / 1e3
-        print(f"{name} (slots {law.slots}, t0 {law.t0_s * 1e3:g} ms, a {law.a:g}): true capacity {truth:.3f} req/s, "
-              f"{held:.1f} in flight there")  # fmt: skip
+        if open_loop:
+            truth = true_capacity(law, N_OUT, SLO, TARGET)
+            at_truth = simulate(np.cumsum(np.random.default_rng(2).exponential(1 / truth, 100_000)), N_OUT, law)
+            held = truth * float(np.mean(at_truth.e2e_ms[len(at_truth.e2e_ms) // 2 :])) / 1e3
+            said = f"true capacity {truth:.3f} req/s, {held:.1f} in flight there"
+        else:
+            users, att = closed_truth(law)
+            truth, said = float(users), f"true capacity {users} users (long-run attainment {att:.3f})"
+        print(f"{name} (slots {law.slots}, t0 {law.t0_s * 1e3:g} ms, a {law.a:g}), {a.loop} loop: {said}")
         rng = np.random.default_rng(a.seed)
         starts = truth * 2.0 ** rng.uniform(-2.0, 0.0, a.searches)
         procedures = {
@@ -159,7 +203,7 @@ def main() -> None:
             "plain Wilson": lambda lv, st: one_run_search(lv, st, True),
         }
         for pname, run in procedures.items():
-            lv, t0 = Level(law, np.random.default_rng(a.seed + 1)), time.perf_counter()
+            lv, t0 = Level(law, np.random.default_rng(a.seed + 1), open_loop), time.perf_counter()
             found = [run(lv, float(st)) for st in starts]
             report(pname, truth, found, lv, a.searches, time.perf_counter() - t0)
 

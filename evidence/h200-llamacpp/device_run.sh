@@ -162,10 +162,12 @@ phase_d() {  # the single user's latency at the capacity workload, then capacity
   PAR=$CPAR CTX=$CCTX serve server_d.log --cache-ram 0 || exit 6
   step 60 $ST bench --url $U $CAPW --concurrency 1 --requests 32 --warmup 4 --out "$R/single" \
     --json "$R/single.json" > "$R/single.txt" 2>&1; echo "bench exit $?" >> "$R/single.txt"
+  step 90 $ST bench --url $U $CAPW --concurrency ${LADDER:-8,16,32,64} --requests 128 --warmup 8 --goodput $SLO \
+    --out "$R/ladder" --json "$R/ladder.json" > "$R/ladder.txt" 2>&1; echo "bench exit $?" >> "$R/ladder.txt"
   unserve; rm -f "$R/server_d.log"
   local serve_cmd="$BIN --model $GGUF --alias l1b -ngl $NGL --parallel $CPAR -c $CCTX --cache-ram 0 --metrics --host 127.0.0.1 --port {port}"
   step 600 $ST capacity --serve "$serve_cmd" --starts ${STARTS:-3} $CAPW --slo $SLO --mode ${CAP_MODE:-rate} --start ${CAP_START:-8} \
-    --precision ${CAP_PRECISION:-0.25} --time-budget ${CAP_BUDGET:-100s} --out "$R/capacity" --json "$R/capacity.json" \
+    --precision ${CAP_PRECISION:-0.25} ${CAP_MAXREQ:+--max-probe-requests $CAP_MAXREQ} --time-budget ${CAP_BUDGET:-100s} --out "$R/capacity" --json "$R/capacity.json" \
     > "$R/capacity.txt" 2>&1; echo "capacity exit $?" >> "$R/capacity.txt"
 }
 phase_e() {  # the referee: long steady bench levels at REF (x the replica capacity CAP req/s), then accept
@@ -196,5 +198,5 @@ case $PHASE in
   d) step 60 $ST hw --trials inventory --json "$R/hw.json" > "$R/hw.txt" 2>&1; phase_d ;;
   e) phase_e ;;
 esac
-for d in single capacity accept ref-0.9 ref-1.1; do find "$R/$d" -name requests.jsonl -exec gzip {} + 2>/dev/null; done
+for d in single ladder capacity accept ref-0.9 ref-1.1; do find "$R/$d" -name requests.jsonl -exec gzip {} + 2>/dev/null; done
 echo "phase $PHASE done in $(( $(date +%s) - T0 )) s" | tee "$R/phase.txt"
