@@ -84,3 +84,28 @@ def test_the_server_running_and_waiting_count_where_larger() -> None:
     assert w.short and w.in_flight == 84.0 and note is not None and "84" in note, note
     w = LevelWindow()
     assert judge_length(w, 840, 84.0) is None and not w.short
+
+
+def test_an_inconclusive_probe_says_what_its_interval_would_need() -> None:
+    """All good over a budget too small for its design effect: INCONCLUSIVE, with the requests that at that
+    design effect would clear the target at its next look; a share at the target says nothing."""
+    from seatrial.capacity.looks import requests_to_meet
+    from seatrial.stats.proportions import Share, wilson
+
+    async def run_level(load: float, size: int) -> LevelOutcome:
+        return level(size, 2.0)
+
+    summary = LevelSummary(concurrency=1, delivery=DeliveryStats(mean_in_flight=30.0))
+
+    async def queued(load: float, size: int) -> LevelOutcome:
+        return LevelOutcome(summary, records([True] * size))
+
+    p = asyncio.run(probe(queued, 5.0, SLO, Looks(0.9, 0.95, True, FIRST, 2 * FIRST)))
+    deff = p.requests / p.n_eff
+    assert p.verdict == "INCONCLUSIVE" and p.needs_requests is not None and p.needs_requests > p.requests, p
+    assert wilson(p.needs_requests / deff, p.needs_requests / deff, 1 - 0.05 / 8)[0] >= 0.9
+    assert wilson(0.9 * p.needs_requests / deff, p.needs_requests / deff, 1 - 0.05 / 8)[0] < 0.9
+    met = asyncio.run(probe(run_level, 5.0, SLO, Looks(0.9, 0.95, True, FIRST, 4 * FIRST)))
+    assert met.verdict == "MEETS" and met.needs_requests is None
+    at_target = Share(90, 100, 0.9, (0.8, 0.95), 100.0, 1.0, 1, "wilson")
+    assert requests_to_meet(at_target, 0.9, 0.95) is None

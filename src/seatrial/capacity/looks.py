@@ -56,6 +56,17 @@ def requests_for(target: float, confidence: float) -> int:
     return n
 
 
+def requests_to_meet(share: Share, target: float, confidence: float) -> int | None:
+    """Of an INCONCLUSIVE probe: the requests (at its design effect, its share held) whose interval would
+    clear ``target`` at ``confidence``; None where its share is not above the target (more cannot help)."""
+    if share.share is None or share.share <= target:
+        return None
+    m = MIN_REQUESTS
+    while wilson(share.share * m, m, confidence)[0] < target and m < 10_000_000:
+        m += max(1, m // 20)
+    return math.ceil(m * max(share.deff, 1.0))
+
+
 def first_run(target: float, confidence: float) -> int:
     """A probe's first run: sized for its first look."""
     return requests_for(target, look_confidence(confidence, 1))

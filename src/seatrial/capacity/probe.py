@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from seatrial.capacity.looks import Looks
+from seatrial.capacity.looks import Looks, requests_to_meet
 from seatrial.load.bench import LevelOutcome
 from seatrial.load.goodput import SLO_METRICS, is_good
 from seatrial.load.records import RequestRecord
@@ -84,7 +84,15 @@ def _probe(
         overloaded=looks.overloaded,
         held_in_flight=round(looks.in_flight, 2) if outcomes else None,
         short=looks.short,
+        needs_requests=_needs(looks) if valid else None,
     )
+
+
+def _needs(looks: Looks) -> int | None:
+    judged = looks.judged
+    if judged is None or judged.verdict != "INCONCLUSIVE":
+        return None
+    return requests_to_meet(judged.share, looks.target, looks.look_confidence(len(looks.runs) + 1))
 
 
 def _method(looks: Looks) -> str:

@@ -219,7 +219,9 @@ def _line(p: Probe, c: CapacityConfig) -> str:
         f"probe {p.load:g} {unit}: {p.verdict}, attainment {att} [{lo:.1%}, {hi:.1%}] of {p.requests} requests "
         f"(target {c.attainment:.0%}, {p.runs} run{'s' if p.runs > 1 else ''})"
         + ("; overloaded: its queue kept growing" if p.overloaded else "")
-    )
+        + (f"; to MEET at its design effect it needs about {p.needs_requests:,} requests (--max-probe-requests)"
+           if p.needs_requests else "")
+    )  # fmt: skip
 
 
 async def run_capacity(

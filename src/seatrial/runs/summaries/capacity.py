@@ -53,6 +53,8 @@ class Probe(SummaryModel):
     # the most it held in flight (client or server) and whether its last run was shorter than 10x that
     held_in_flight: float | None = None
     short: bool = False
+    # of an INCONCLUSIVE probe: the requests its interval would need (at its design effect) to MEET
+    needs_requests: int | None = None
 
     @property
     def load(self) -> float:
