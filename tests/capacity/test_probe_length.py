@@ -76,9 +76,9 @@ def test_the_forecast_scales_the_nearest_probe_by_littles_law() -> None:
 
 
 def test_the_server_running_and_waiting_count_where_larger() -> None:
-    assert held_in_flight(5.0, ServerView()) == 5.0
-    assert held_in_flight(5.0, ServerView(running_max=64.0, waiting_max=20.0)) == 84.0
-    assert held_in_flight(90.0, ServerView(running_max=64.0)) == 90.0
+    assert held_in_flight(5.0, ServerView(running_max=64.0)) == 5.0  # a maximum is no mean
+    assert held_in_flight(5.0, ServerView(in_system_mean=84.0)) == 84.0
+    assert held_in_flight(90.0, ServerView(in_system_mean=64.0)) == 90.0
     w = LevelWindow()
     note = judge_length(w, 500, 84.0)
     assert w.short and w.in_flight == 84.0 and note is not None and "84" in note, note

@@ -138,6 +138,15 @@ def test_gauges_come_only_from_scrapes_taken_while_requests_were_in_flight() -> 
     assert s["running_max"] == 3.0 and s["kv_cache_usage_max"] == 0.4 and s["in_flight_samples"] == 1
 
 
+def test_the_requests_in_the_server_are_a_mean_of_running_and_waiting_over_busy_scrapes() -> None:
+    """Issue 38 item 3: a level's length is judged against what the server held, a mean (a maximum of a
+    queue's gauge is one burst); a scrape without a waiting gauge counts its running alone."""
+    samples = [Sample(0.0, {"running": 4.0, "waiting": 6.0}, 4), Sample(1.0, {"running": 4.0, "waiting": 0.0}, 4),
+               Sample(2.0, {"running": 2.0}, 2), Sample(3.0, {"running": 0.0, "waiting": 0.0}, 0)]  # fmt: skip
+    assert summarize(samples)["in_system_mean"] == (10.0 + 4.0 + 2.0) / 3
+    assert summarize([Sample(0.0, {"waiting": 3.0}, 1)])["in_system_mean"] is None
+
+
 def _histograms_body() -> str:
     """Latency histograms written by prometheus_client itself, in vLLM's names, over two engines;
     plus the deprecated TPOT alias, which must not be counted twice."""

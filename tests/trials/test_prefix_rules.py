@@ -48,6 +48,18 @@ def test_missing_counters_unavailable_and_warm_cache_needs_review() -> None:
     assert functional(few, 0.5)[0] is Verdict.INCONCLUSIVE
 
 
+def test_one_hit_per_never_sent_prompt_is_their_shared_bos() -> None:
+    """llama-server counts the BOS token every prompt starts with as a cache hit: 36 hits over 36 never-sent
+    prompts (seen on a GPU, evidence/h200-llamacpp/e) leave the cache cold; a block more is not."""
+    def cold(hits: float) -> Counters:
+        return Counters(hits=8_000.0, queries=10_000, cold_hits=hits, expected_hit_rate=0.9, requests=16,
+                        block_size=16, cold_requests=36)  # fmt: skip
+
+    assert functional(cold(36.0), 0.5)[0] is Verdict.PASS
+    v, why = functional(cold(36.0 + 16), 0.5)
+    assert v is Verdict.REVIEW_REQUIRED and "36 never-sent prompts" in why
+
+
 def test_seed_004_functional_and_performance_are_separate() -> None:
     # hit rate 80%, TTFT 4% better -> functional PASS, performance LOW
     small_gain = median_ci([3.5, 4.0, 4.2, 3.8, 4.1, 3.9, 4.0, 4.3, 3.7, 4.0])

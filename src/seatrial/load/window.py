@@ -14,8 +14,8 @@ series can fall anywhere in its first half. requests.jsonl keeps every record as
 level of fewer than 100 measured requests with a TTFT: MSER-5 cannot place a warm-up in so few.
 
 A steady level's window is also judged by its length (issue 38 item 3): fewer measured requests than
-``STEADY_MULTIPLE`` x the requests it held in flight (the client's mean, or the server's running + waiting
-at their most where it exports them) is mostly the queue filling and draining, not the load's steady state;
+``STEADY_MULTIPLE`` x the requests it held in flight (the client's mean, or the server's mean running +
+waiting where it exports them) is mostly the queue filling and draining, not the load's steady state;
 the level says so (``window.short`` and a note), and a capacity probe neither MEETS on such a run nor stops
 short of that length (capacity.looks).
 """
@@ -78,11 +78,11 @@ def _reason(timed: int, transient: int, cut: bool, stationary: bool | None, over
 
 
 def held_in_flight(client_mean: float, server: ServerView) -> float:
-    """The most requests a level held in flight: the client's mean, or the server's running + waiting at
-    their most where the engine exports them (its own queue, other clients' requests included)."""
-    if server.running_max is None:
+    """The requests a level held in flight: the client's mean, or the server's mean running + waiting
+    over its scrapes where the engine exports them (other clients' requests included), the larger."""
+    if server.in_system_mean is None:
         return client_mean
-    return max(client_mean, server.running_max + (server.waiting_max or 0.0))
+    return max(client_mean, server.in_system_mean)
 
 
 def judge_length(window: LevelWindow, measured: int, held: float) -> str | None:

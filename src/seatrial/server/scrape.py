@@ -147,6 +147,8 @@ def summarize(samples: list[Sample], failures: int = 0) -> dict[str, Any]:
     for g in GAUGES:
         vals = [s.values[g] for s in busy if g in s.values]
         out[f"{g}_max"] = max(vals) if vals else None
+    held = [s.values["running"] + s.values.get("waiting", 0.0) for s in busy if "running" in s.values]
+    out["in_system_mean"] = sum(held) / len(held) if held else None  # running + waiting, mean over the scrapes
     for c in COUNTERS:
         vals = [s.values[c] for s in samples if c in s.values]
         out[c] = (vals[-1] - vals[0]) if len(vals) >= 2 else None

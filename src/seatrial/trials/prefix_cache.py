@@ -122,6 +122,7 @@ async def run(env: TrialEnv) -> TrialResult:
         expected_hit_rate=expected_hit_rate(commons, prompts, block),
         requests=sum(r.ok for r in warm_recs),
         block_size=block,
+        cold_requests=len(control_recs) + len(cold_recs),
     )
     func, why_f = functional(counters, cfg.review_share)
     failed = [r for r in (*control_recs, *cold_recs, *warm_recs) if not r.ok]

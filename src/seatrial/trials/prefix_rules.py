@@ -28,6 +28,7 @@ class Counters(BaseModel):
     expected_hit_rate: float
     requests: int
     block_size: int
+    cold_requests: int = 0  # the never-sent prompts cold_hits counts over (each may hit its BOS token)
 
     @property
     def hit_rate(self) -> float | None:
@@ -50,10 +51,11 @@ def functional(c: Counters, review_share: float) -> tuple[Verdict, str]:
         return Verdict.UNAVAILABLE, "the server exposes no prefix-cache counters"
     if c.requests < MIN_WARM_REQUESTS:
         return Verdict.INCONCLUSIVE, f"{c.requests} warm requests < {MIN_WARM_REQUESTS}"
-    if (c.cold_hits or 0) >= c.block_size:
+    if (c.cold_hits or 0) - c.cold_requests >= c.block_size:  # one hit a prompt: the BOS all share (llama.cpp)
         return (
             Verdict.REVIEW_REQUIRED,
-            f"the cache was not cold: {c.cold_hits:.0f} hits on never-sent prompts",
+            f"the cache was not cold: {c.cold_hits:.0f} hits on {c.cold_requests} never-sent prompts (more than "
+            "the one BOS token each)",
         )
     if c.hits <= 0:
         looked = f"in {c.queries:.0f} queried tokens" if c.queries > 0 else "and the cache was never queried"

@@ -23,6 +23,7 @@ class ServerView(SummaryModel):
     scrape_filtered: bool | None = None
     running_max: float | None = None
     waiting_max: float | None = None
+    in_system_mean: float | None = None  # running + waiting, mean over the scrapes while requests were in flight
     kv_cache_usage_max: float | None = None
     prefix_cache_queries: float | None = None
     prefix_cache_hits: float | None = None
