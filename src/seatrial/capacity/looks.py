@@ -108,6 +108,7 @@ class Looks:
     overloaded: bool = False
     in_flight: float = 0.0  # requests in flight at the probe's load: the forecast, then the most a run held
     short: bool = False  # the last run measured fewer than STEADY_MULTIPLE x what it held in flight
+    fixed_budget: bool = False  # ``most`` is the user's (--max-probe-requests): never grown to BUDGET_RUNS runs
 
     @property
     def used(self) -> int:
@@ -120,7 +121,8 @@ class Looks:
 
     def next_size(self) -> int:
         """The next run's measured requests; 0 when the probe decided or spent its budget."""
-        left = max(self.most, BUDGET_RUNS * self.steady_run) - self.used
+        most = self.most if self.fixed_budget else max(self.most, BUDGET_RUNS * self.steady_run)
+        left = most - self.used
         if left <= 0 or (self.judged is not None and self.judged.verdict != "INCONCLUSIVE"):
             return 0
         if self.judged is None:

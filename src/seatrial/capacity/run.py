@@ -89,7 +89,8 @@ class CapacityRun:
 
         while (at := search.next_load()) is not None:
             try:
-                looks = Looks(c.attainment, c.confidence, rate, first, most, in_flight=forecast(self.probes, at, rate))
+                looks = Looks(c.attainment, c.confidence, rate, first, most, in_flight=forecast(self.probes, at, rate),
+                              fixed_budget=c.max_probe_requests is not None)  # fmt: skip
                 p = await probe(run_level, at, c.slo, looks)
             except OutOfTime:  # a probe cut short is not judged: its runs stay levels of the folder
                 search.out_of_time(budget.elapsed_s, budget.seconds or 0.0)
@@ -157,12 +158,12 @@ class CapacityRun:
 
 
 def forecast(probes: list[Probe], at: float, rate: bool) -> float:
-    """Requests in flight expected at ``at``: its users in a closed loop; in an open loop the most the
-    nearest earlier probe held, scaled by Little's law to this rate (a queue past its capacity holds more:
-    the probe's own runs correct it)."""
+    """Requests in flight expected at ``at``: its users in a closed loop; in an open loop what the nearest
+    earlier probe that MET held, scaled by Little's law to this rate (a queue past its capacity holds more:
+    the probe's own runs correct it; one that missed held a queue, no steady figure to scale)."""
     if not rate:
         return at
-    seen = [p for p in probes if p.held_in_flight and p.rate_req_s]
+    seen = [p for p in probes if p.held_in_flight and p.rate_req_s and p.verdict == "MEETS"]
     if not seen:
         return 0.0
     near = min(seen, key=lambda p: abs(math.log(at / (p.rate_req_s or at))))
