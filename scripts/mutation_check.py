@@ -192,6 +192,20 @@ MUTATIONS = (
         ("tests/capacity/test_replica.py::test_a_start_that_found_nothing_is_below_its_lowest_probe_and_one_start_is_labelled",),
     ),
     Mutation(
+        "a run shorter than 10x what it held in flight may MEET",
+        "capacity/looks.py",
+        '        elif self.short and judged.verdict == "MEETS":',
+        "        elif False:",
+        ("tests/capacity/test_probe_length.py",),
+    ),
+    Mutation(
+        "the in-flight forecast scales a probe that missed",
+        "capacity/run.py",
+        ' and p.verdict == "MEETS"]',
+        "]",
+        ("tests/capacity/test_probe_length.py",),
+    ),
+    Mutation(
         "every start of an experiment replays the same seed",
         "experiment/run.py",
         "self.measure(server, folder, start_seed(self.seed, k))",
