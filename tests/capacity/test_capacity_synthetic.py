@@ -123,5 +123,6 @@ def test_a_floor_and_a_time_budget_end_the_search_with_what_it_knows(server: str
     # the probe at 16/s may fit the budget too on a quick host: the search then ends after it
     assert cap["ended_early"] == "budget" and cap["found"] and cap["rate_req_s"] in (8, 16)
     assert f"the time budget (0.0833 min) was spent: at least {cap['rate_req_s']:g} req/s after" in cap["stop_reason"]
+    assert cap["upper_rate_req_s"] is None and "(the time budget ended the search above it)" in timed.output
     assert invoke([*args, "--slo", "ttft_ms:1", "--min-concurrency", "2"]).code == 2  # a rate search has no users
     assert invoke([*args, "--slo", "ttft_ms:1", "--time-budget", "soon"]).code == 2

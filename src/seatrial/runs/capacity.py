@@ -44,7 +44,8 @@ def capacity_line(s: CapacitySummary) -> str:
     rate = c.mode == "rate"
     upper = c.upper_rate_req_s if rate else c.upper_concurrency
     failing = c.first_failing_rate_req_s if rate else c.first_failing_concurrency
-    beyond = f", first load not shown to meet it {upper:g}" if upper is not None else " (no probe above it)"
+    above = " (the time budget ended the search above it)" if c.ended_early == "budget" else " (no probe above it)"
+    beyond = f", first load not shown to meet it {upper:g}" if upper is not None else above
     if failing is not None and failing != upper:
         beyond += f", first that missed it {failing:g}"
     return f"capacity {load}{beyond}: {rule}; {num(c.output_tok_s)} output tok/s there"
