@@ -135,7 +135,8 @@ class Looks:
         self, outcomes: list[bool], in_flight: float, overloaded: bool = False, held: float | None = None
     ) -> ProbeJudgement:
         """Judges the probe after one more run (``outcomes`` in send order, ``in_flight`` the client's mean
-        in flight, ``held`` the most in flight seen from the client or the server: the run's length rule)."""
+        in flight, ``held`` what it held in flight by the client or the server, load.window.held_in_flight: the
+        run's length rule)."""
         held = in_flight if held is None else held
         self.runs.append(outcomes)
         self.floors.append(least_correlation(in_flight, self.open_loop))
