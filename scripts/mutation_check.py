@@ -243,8 +243,8 @@ MUTATIONS = (
     Mutation(
         "an overloaded probe is judged by its share",
         "capacity/looks.py",
-        'self.judged = ProbeJudgement(judged.share, "MISSES") if self.overloaded else judged',
-        "self.judged = judged",
+        "        if self.overloaded:",
+        "        if False:",
         ("tests/capacity/test_probe_intervals.py::test_an_overloaded_run_misses_at_once_whatever_its_share",),
     ),
 )
