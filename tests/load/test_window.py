@@ -104,10 +104,16 @@ def test_a_capacity_probe_cuts_its_transient_and_misses_an_overloaded_rate_at_on
                 "--max-lag-ms", "500", "--out", str(tmp_path / "cap"), "--json", str(tmp_path / "c.json")])  # fmt: skip
     assert r.code in (0, 1), r.output
     s = json.loads((tmp_path / "c.json").read_text())
-    (p,), (lv,) = s["probes"], s["levels"]
+    (p,), levels = s["probes"], s["levels"]
+    # the run the data calls overloaded ends the probe: the first, unless MSER-5 did not see it rise (its
+    # 120 requests were then all good and shorter than 10x what they held in flight: no MEETS, a longer run)
+    *before, lv = levels
     w = lv["window"]
-    assert p["overloaded"] and p["verdict"] == "MISSES" and p["runs"] == 1 and w["overloaded"], (p, w)
+    assert p["overloaded"] and p["verdict"] == "MISSES" and p["runs"] == len(levels) <= 2 and w["overloaded"], (p, w)
+    assert all(not b["window"]["overloaded"] and b["window"]["short"] for b in before), before
     assert w["excluded"] == w["transient"] > 0 and w["start_ms"] is not None, w
-    assert p["requests"] == lv["requests_ok"] + lv["requests_failed"] == 120 - w["excluded"]
-    rows = [x for x in read_jsonl(tmp_path / "cap" / "requests.jsonl") if x["phase"] == "measure"]
-    assert len(rows) == 120 and sum(x["sent_ms"] < w["start_ms"] for x in rows) == w["excluded"]
+    assert p["requests"] == sum(b["requests_ok"] + b["requests_failed"] for b in levels)
+    sent = 120 if not before else None
+    rows = [x for x in read_jsonl(tmp_path / "cap" / "requests.jsonl") if x["phase"] == "measure" and x["level"] == lv["index"]]
+    assert len(rows) == lv["requests_ok"] + lv["requests_failed"] + w["excluded"] == (sent or len(rows))
+    assert sum(x["sent_ms"] < w["start_ms"] for x in rows) == w["excluded"]
