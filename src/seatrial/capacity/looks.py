@@ -33,7 +33,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from seatrial.load.window import STEADY_MULTIPLE
+from seatrial.load.window import STEADY_MULTIPLE, too_short
 from seatrial.runs.summaries.capacity import ProbeVerdict
 from seatrial.stats.proportions import Share, data_batches, least_correlation, share_ci, wilson, z_two_sided
 
@@ -46,14 +46,18 @@ def look_confidence(confidence: float, look: int) -> float:
     return 1 - (1 - confidence) / 2**look
 
 
-def requests_for(target: float, confidence: float) -> int:
-    """Fewest requests whose Wilson lower bound at ``confidence`` clears ``target`` at an attainment
-    halfway to 1 (outcomes independent)."""
-    p = (1 + target) / 2
+def fewest_requests(share: float, target: float, confidence: float, most: int = 10_000_000) -> int:
+    """Fewest independent requests (at least MIN_REQUESTS; ``most`` at the most) whose Wilson lower bound at
+    ``confidence`` clears ``target`` when ``share`` of them are good (searched in 5% steps)."""
     n = MIN_REQUESTS
-    while wilson(p * n, n, confidence)[0] < target and n < 100_000:
+    while wilson(share * n, n, confidence)[0] < target and n < most:
         n += max(1, n // 20)
     return n
+
+
+def requests_for(target: float, confidence: float) -> int:
+    """A first run's size: :func:`fewest_requests` at an attainment halfway to 1."""
+    return fewest_requests((1 + target) / 2, target, confidence, most=100_000)
 
 
 def requests_to_meet(share: Share, target: float, confidence: float) -> int | None:
@@ -61,10 +65,7 @@ def requests_to_meet(share: Share, target: float, confidence: float) -> int | No
     clear ``target`` at ``confidence``; None where its share is not above the target (more cannot help)."""
     if share.share is None or share.share <= target:
         return None
-    m = MIN_REQUESTS
-    while wilson(share.share * m, m, confidence)[0] < target and m < 10_000_000:
-        m += max(1, m // 20)
-    return math.ceil(m * max(share.deff, 1.0))
+    return math.ceil(fewest_requests(share.share, target, confidence) * max(share.deff, 1.0))
 
 
 def first_run(target: float, confidence: float) -> int:
@@ -141,7 +142,7 @@ class Looks:
         self.runs.append(outcomes)
         self.floors.append(least_correlation(in_flight, self.open_loop))
         self.in_flight = max(self.in_flight, held)
-        self.short = len(outcomes) < STEADY_MULTIPLE * held
+        self.short = too_short(len(outcomes), held)
         judged = judge(self.runs, self.floors, self.target, self.look_confidence(len(self.runs)))
         self.overloaded = self.overloaded or overloaded
         if self.overloaded:

@@ -85,11 +85,16 @@ def held_in_flight(client_mean: float, server: ServerView) -> float:
     return max(client_mean, server.in_system_mean)
 
 
+def too_short(measured: int, held: float) -> bool:
+    """Whether ``measured`` requests are fewer than STEADY_MULTIPLE x the ``held`` in flight (the one rule)."""
+    return measured < STEADY_MULTIPLE * held
+
+
 def judge_length(window: LevelWindow, measured: int, held: float) -> str | None:
     """Records on ``window`` what the level held in flight and whether ``measured`` requests were too few
     for it; the note that says so, else None."""
     window.in_flight = round(held, 2)
-    window.short = measured < STEADY_MULTIPLE * held
+    window.short = too_short(measured, held)
     if not window.short:
         return None
     return (
