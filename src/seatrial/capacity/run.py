@@ -163,11 +163,12 @@ def forecast(probes: list[Probe], at: float, rate: bool) -> float:
     the probe's own runs correct it; one that missed held a queue, no steady figure to scale)."""
     if not rate:
         return at
-    seen = [p for p in probes if p.held_in_flight and p.rate_req_s and p.verdict == "MEETS"]
+    seen = [(p.rate_req_s, p.held_in_flight) for p in probes
+            if p.held_in_flight and p.rate_req_s and p.verdict == "MEETS"]  # fmt: skip
     if not seen:
         return 0.0
-    near = min(seen, key=lambda p: abs(math.log(at / (p.rate_req_s or at))))
-    return (near.held_in_flight or 0.0) * at / (near.rate_req_s or at)
+    near_rate, held = min(seen, key=lambda s: abs(math.log(at / s[0])))
+    return held * at / near_rate
 
 
 def closed_run_s(levels: list[LevelOutcome], users: float, requests: int) -> float:
