@@ -11,6 +11,7 @@
 #   bash evidence/h200-llamacpp/device_run.sh d   (build,) hw, the single user at the capacity workload, capacity
 #                                                  over STARTS fresh starts (--serve); the build's binary goes
 #                                                  back as $OUT/llama-server.xz (carry it in .llamacpp-bin/)
+#   CUDA_FA=OFF bash evidence/h200-llamacpp/device_run.sh f   (build,) accept's basic and prefix-cache trials alone
 #   CAP=R bash evidence/h200-llamacpp/device_run.sh e   the referee: long bench levels at 0.9 and 1.1 x R (req/s,
 #                                                  or users with CAP_MODE=concurrency, as phase d's search)
 #                                                  with the SLO as --goodput, then accept
@@ -197,6 +198,11 @@ case $PHASE in
   c) REQ=${REQ_C:-32} phase_a; phase_b ;;  # one call for both: a shorter bench, then b
   d) step 60 $ST hw --trials inventory --json "$R/hw.json" > "$R/hw.txt" 2>&1; phase_d ;;
   e) phase_e ;;
+  f) PAR=64 CTX=131072 serve server_acc.log || exit 6  # accept alone (prefix-cache after the BOS fix)
+     step 200 $ST accept --url $U --profile evidence/h200-llamacpp/accept_profile.yaml \
+       --trials ${ACCEPT_TRIALS:-basic,prefix-cache} --out "$R/accept" --json "$R/accept.json" > "$R/accept.txt" 2>&1
+     echo "accept exit $?" >> "$R/accept.txt"; unserve; tail -30 "$R/server_acc.log" > "$R/server_acc_tail.txt"
+     rm -f "$R/server_acc.log" ;;
 esac
 for d in single ladder capacity accept ref-0.9 ref-1.1; do find "$R/$d" -name requests.jsonl -exec gzip {} + 2>/dev/null; done
 echo "phase $PHASE done in $(( $(date +%s) - T0 )) s" | tee "$R/phase.txt"
