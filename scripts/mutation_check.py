@@ -241,6 +241,13 @@ MUTATIONS = (
         ("tests/load/test_window.py::test_few_requests_cut_nothing_and_only_an_open_loop_is_overloaded",),
     ),
     Mutation(
+        "net.nccl passes a wrong collective result",
+        "io/nccl.py",
+        "    if wrong:",
+        "    if False:",
+        ("tests/io_trials/test_nccl.py",),
+    ),
+    Mutation(
         "an overloaded probe is judged by its share",
         "capacity/looks.py",
         "        if self.overloaded:",

@@ -57,6 +57,9 @@ def register(app: typer.Typer) -> None:
         net_streams: int = typer.Option(4, "--net-streams", help="parallel TCP streams"),
         net_port: int = typer.Option(5201, "--net-port", help="iperf3's port"),
         pairs: str | None = typer.Option(None, "--pairs", help="node pairs for net.tcp: A=B,C=D (default: every pair of up to 4)"),
+        ray: str | None = typer.Option(None, "--ray", help="Ray cluster (HOST:PORT) net.nccl runs across, one rank per GPU"),
+        nccl_backend: str = typer.Option("nccl", "--nccl-backend", help="nccl, or gloo: one CPU rank per node (no GPUs)"),
+        nccl_max_mib: int = typer.Option(256, "--nccl-max-mib", help="net.nccl's largest message, MiB (from 1 MiB)"),
         s3_endpoint: str | None = typer.Option(None, "--s3-endpoint", help="S3-compatible URL for kv.object (credentials from AWS_* variables)"),
         s3_bucket: str | None = typer.Option(None, "--s3-bucket", help="bucket for kv.object (a prefix of its own, deleted afterwards)"),
         fleet_margin: float = typer.Option(0.10, "--fleet-margin", help="REVIEW_REQUIRED this share below the median of like nodes"),
@@ -96,6 +99,7 @@ def register(app: typer.Typer) -> None:
                 repeats=repeats, max_cv=max_cv, runtime_s=runtime, size_mib=size_mib, jobs=jobs,
                 kv_concurrency=parse_int_list(kv_concurrency, "--kv-concurrency"), kv_chunks=kv_chunks,
                 net_seconds=net_seconds, net_streams=net_streams, net_port=net_port, pairs=parse_pairs(pairs),
+                ray=ray, nccl_backend=nccl_backend, nccl_max_mib=nccl_max_mib,
                 s3_endpoint=s3_endpoint, s3_bucket=s3_bucket, fleet_margin=fleet_margin,
                 **({"kv_chunk_bytes": chunk, "kv_chunk_source": source} if chunk else {}),
             )  # fmt: skip

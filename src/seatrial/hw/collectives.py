@@ -49,7 +49,7 @@ def _iterations(size_bytes: int) -> int:
     return 20 if size_bytes <= 64 << 20 else 5
 
 
-def _measure(op: str, size_bytes: int, device: torch.device, group: Any, n: int, rank: int) -> dict[str, Any]:
+def measure_op(op: str, size_bytes: int, device: torch.device, group: Any, n: int, rank: int) -> dict[str, Any]:
     """One op at one size on a group of ``n`` ranks: checked once, then timed (the slowest rank's mean)."""
     count = size_bytes // 4 // n * n  # float32 elements, divisible by the group's size
     ops = prepare(op, count, device, n, rank, group)
@@ -88,7 +88,7 @@ def _measure_groups(sizes: list[int], device: torch.device, world: int, rank: in
     for k in group_sizes(world):
         group = None if k == world else dist.new_group(list(range(k)))
         if rank < k:
-            rows += [_measure(op, size, device, group, k, rank) for size in sizes for op in OPS]
+            rows += [measure_op(op, size, device, group, k, rank) for size in sizes for op in OPS]
         dist.barrier()
     return rows
 

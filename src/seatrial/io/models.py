@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from seatrial.errors import ConfigError
@@ -22,6 +24,7 @@ class Expect(BaseModel):
 
     net_gbps: float | None = Field(None, gt=0, alias="net.gbps")
     net_min_share: float = Field(0.80, gt=0, le=1, alias="net.min_share")  # IBM Autopilot: >= 80% of peak
+    net_nccl_busbw_gbps: float | None = Field(None, gt=0, alias="net.nccl.busbw_gbps")
     storage_read_gbps: float | None = Field(None, gt=0, alias="storage.read.gbps")
     storage_write_gbps: float | None = Field(None, gt=0, alias="storage.write.gbps")
     storage_load_gbps: float | None = Field(None, gt=0, alias="storage.load.gbps")
@@ -70,6 +73,10 @@ class IoConfig(BaseModel):
     net_streams: int = Field(4, ge=1)
     net_port: int = Field(5201, gt=0, lt=65536)
     pairs: list[tuple[str, str]] | None = None
+    ray: str | None = None  # net.nccl: the Ray cluster whose nodes it runs across
+    nccl_backend: Literal["nccl", "gloo"] = "nccl"  # gloo: one CPU rank per node, the same code path
+    nccl_max_mib: int = Field(256, ge=1, le=8192)  # message sizes 1 MiB .. this, powers of two
+    nccl_timeout_s: float = Field(900.0, gt=0)
     s3_endpoint: str | None = None
     s3_bucket: str | None = None
     fleet_margin: float = Field(0.10, gt=0, lt=1)

@@ -2,8 +2,7 @@
 one, the client on the other, both directions (``-R``), ``net_streams`` parallel streams, the receiver's
 rate. Pairs: ``--pairs`` as given, else every pair of up to 4 nodes, else a ring plus random pairs. The
 reference is ``--expect net.gbps`` or the client's interface toward its peer (``/sys/class/net/IF/speed``);
-PASS when the slower direction's median reaches ``net.min_share`` (80%) of it. ``net.nccl``: see
-:func:`nccl_trial`."""
+PASS when the slower direction's median reaches ``net.min_share`` (80%) of it. ``net.nccl``: seatrial.io.nccl."""
 
 from __future__ import annotations
 
@@ -136,15 +135,3 @@ def tcp_trial(ctx: IoContext, nodes: list[Node]) -> list[IoRow]:
             )
         ]
     return [_pair(ctx, a, b) for a, b in pairs_of(nodes, ctx.cfg.pairs)]
-
-
-def nccl_trial(ctx: IoContext, nodes: list[Node]) -> list[IoRow]:
-    """NCCL across nodes needs one rank per GPU on every node (Ray actors) and a rendezvous between them; on one
-    node the collectives are hw's."""
-    if len(nodes) < 2:
-        where = nodes[0].spec if nodes else "local"
-        return [unavailable(where, "net.nccl", "single node: see hw collectives")]
-    name = " <-> ".join(n.spec for n in nodes)
-    return [unavailable(name, "net.nccl", "NCCL across nodes is not built into seatrial io yet (it needs one Ray actor "
-                        "per GPU on every node and a rendezvous between them); run nccl-tests across the nodes, and "
-                        "seatrial hw --ray for each node's own collectives")]  # fmt: skip

@@ -20,7 +20,7 @@ class IoTrial(NamedTuple):
 
 IO_TRIALS: dict[str, IoTrial] = {
     "net.tcp": IoTrial("net", "tcp_trial", "fleet"),
-    "net.nccl": IoTrial("net", "nccl_trial", "fleet"),
+    "net.nccl": IoTrial("nccl", "nccl_trial", "fleet"),
     "storage.read": IoTrial("storage", "read_trial", "node", scratch=True, fleet_figure="seq_read_gbps"),
     "storage.write": IoTrial("storage", "write_trial", "node", scratch=True, fleet_figure="seq_write_gbps"),
     "storage.load": IoTrial("storage", "load_trial", "node", fleet_figure="load_gbps"),

@@ -32,6 +32,12 @@ FIGURES: dict[str, Callable[[dict[str, Any]], str]] = {
         if "slower_gbps" in f
         else ""
     ),
+    "net.nccl": lambda f: (
+        f"{f.get('backend')} all-reduce {_num(f.get('allreduce_busbw_gbps'))} GB/s busbw at "
+        f"{int(f.get('largest_bytes', 0)) >> 20} MiB, {f.get('ranks')} ranks on {f.get('nodes')} nodes"
+        if "allreduce_busbw_gbps" in f
+        else ""
+    ),
     "storage.read": lambda f: (
         f"seq {_num(f.get('seq_read_gbps'))} GB/s, 4k rand {_num(f.get('rand_read_iops'))} IOPS "
         f"p99 {_num(f.get('rand_read_p99_ms'))} ms"
