@@ -245,7 +245,7 @@ MUTATIONS = (
         "io/nccl.py",
         "    if wrong:",
         "    if False:",
-        ("tests/io_trials/test_nccl.py",),
+        ("tests/io_trials/test_ray.py",),
     ),
     Mutation(
         "an overloaded probe is judged by its share",

@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
         net_streams: int = typer.Option(4, "--net-streams", help="parallel TCP streams"),
         net_port: int = typer.Option(5201, "--net-port", help="iperf3's port"),
         pairs: str | None = typer.Option(None, "--pairs", help="node pairs for net.tcp: A=B,C=D (default: every pair of up to 4)"),
-        ray: str | None = typer.Option(None, "--ray", help="Ray cluster (HOST:PORT) net.nccl runs across, one rank per GPU"),
+        ray: str | None = typer.Option(None, "--ray", help="Ray cluster (HOST:PORT): its every alive node is a node; net.nccl runs one rank per GPU across them"),
         nccl_backend: str = typer.Option("nccl", "--nccl-backend", help="nccl, or gloo: one CPU rank per node (no GPUs)"),
         nccl_max_mib: int = typer.Option(256, "--nccl-max-mib", help="net.nccl's largest message, MiB (from 1 MiB)"),
         s3_endpoint: str | None = typer.Option(None, "--s3-endpoint", help="S3-compatible URL for kv.object (credentials from AWS_* variables)"),
@@ -77,11 +77,12 @@ def register(app: typer.Typer) -> None:
         Exit 0 passed, 1 a failed verdict, 2 bad input (a read-only --path), 4 a node that cannot be reached
         (the others are measured), 8 nothing measured, 130 Ctrl-C (every fio/iperf3 stopped, scratch removed)."""
         from seatrial.cli.progress import verdict_sheet
-        from seatrial.errors import config_errors
+        from seatrial.errors import ConfigError, config_errors
         from seatrial.fleet.nodes import Ssh
         from seatrial.io.kvchunk import chunk_from_config
         from seatrial.io.models import IoConfig, parse_expect
-        from seatrial.io.nodes import parse_node
+        from seatrial.io.nodes import Node, parse_node
+        from seatrial.io.raynode import ray_nodes
         from seatrial.io.runner import run_io, summary_json
         from seatrial.runs import counts_line
         from seatrial.runs.iotable import io_table
@@ -103,8 +104,11 @@ def register(app: typer.Typer) -> None:
                 s3_endpoint=s3_endpoint, s3_bucket=s3_bucket, fleet_margin=fleet_margin,
                 **({"kv_chunk_bytes": chunk, "kv_chunk_source": source} if chunk else {}),
             )  # fmt: skip
-        specs = nodes or ["local"]
-        summary = run_io(cfg, [parse_node(s, ssh) for s in specs])
+        if ray and nodes:
+            raise ConfigError("give NODE... (local, over SSH) or --ray ADDRESS (every node of the cluster), not both")
+        found: list[Node] = [*ray_nodes(ray, ssh)] if ray else [parse_node(s, ssh) for s in nodes or ["local"]]
+        specs = [n.spec for n in found]
+        summary = run_io(cfg, found)
         required = parse_name_list(require)
         doc = summary_json(summary, required)
         out.print(verdict_sheet(io_table(summary.results)))

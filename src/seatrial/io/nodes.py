@@ -12,6 +12,7 @@ import signal
 import subprocess
 import threading
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from seatrial.errors import ConfigError, ServerError
 from seatrial.fleet.nodes import SSH_UNREACHABLE, Ssh, check_host, ssh_failure
@@ -30,6 +31,14 @@ sleep 0.2
 for p in $pids; do ours "$p" && kill -9 "$p" 2>/dev/null; done
 rm -rf -- "$ctl" "$@"
 """
+
+
+class Running(Protocol):
+    """A program left running on a node (iperf3's server): a local or ssh ``Popen``, or a Ray node's."""
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
 
 
 @dataclass
@@ -62,6 +71,10 @@ class Node:
         if tracked:
             assert self.ctl is not None, "start() the node first"
             argv = ["sh", "-c", WRAP, self.ctl, *argv]
+        return self._exec(argv, timeout_s)
+
+    def _exec(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[bytes]:
+        """``argv`` run there to its end (over ssh, or here)."""
         try:
             proc = subprocess.Popen(
                 self.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
@@ -83,7 +96,7 @@ class Node:
             raise ServerError(ssh_failure(self.spec, err.decode(errors="replace").splitlines()))
         return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
-    def popen(self, argv: list[str]) -> subprocess.Popen[bytes]:
+    def popen(self, argv: list[str]) -> Running:
         """A tracked program left running (iperf3's server); :meth:`stop` ends it."""
         assert self.ctl is not None, "start() the node first"
         proc = subprocess.Popen(self.argv(["sh", "-c", WRAP, self.ctl, *argv]), stdout=subprocess.DEVNULL,

@@ -1,6 +1,7 @@
-"""net.nccl across the nodes of a real two-node Ray cluster on loopback (tests/ray_cluster.py): without GPUs it is
-UNAVAILABLE with the reason; with gloo the same code path runs one rank per node, checks every result and reports
-nccl-tests' bus bandwidth; the verdict against a stated floor, and a wrong result FAILs."""
+"""seatrial io over a real two-node Ray cluster on loopback (tests/ray_cluster.py): every alive node is a node
+(fio and iperf3 run on it through its actor, scratch removed); net.nccl without GPUs is UNAVAILABLE with the
+reason, and with gloo the same code path runs one rank per node, checks every result and reports nccl-tests' bus
+bandwidth; the verdict against a stated floor, and a wrong result FAILs."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.clirun import invoke
+from tests.io_trials.conftest import SMALL, need
 from tests.ray_cluster import RayCluster
 
 from seatrial.fleet.nodes import Ssh
@@ -75,3 +77,24 @@ def test_over_a_ray_cluster_nccl_needs_gpus_and_gloo_runs_the_same_path(ray_clus
     rows[-1]["correct"] = False
     wrong = judge_rows(IoContext(IoConfig(trials=["net.nccl"])), "ray", ranks, rows, [1 << 20, 2 << 20])
     assert wrong.verdict is Verdict.FAIL and "wrong results across 2 ranks: all_gather at 2 MiB" in (wrong.reason or "")
+
+
+def test_every_ray_node_is_a_node_and_runs_the_trials_there(ray_cluster: RayCluster, tmp_path: Path) -> None:
+    need("fio", "iperf3")
+    work = tmp_path / "work"
+    done = invoke(["io", "--ray", ray_cluster.address, "--trials", "storage.read,net.tcp", "--path", str(work),
+                   "--repeats", "1", *SMALL, "--net-seconds", "1", "--net-streams", "1", "--expect", "net.gbps=0.001",
+                   "--json", str(tmp_path / "io.json")])  # fmt: skip
+    doc = json.loads((tmp_path / "io.json").read_text())
+    specs = doc["nodes"]
+    assert len(specs) == 2 and all(s.endswith("@127.0.0.1") for s in specs) and specs[0] != specs[1], done.output
+    reads = [r for r in doc["results"] if r["trial"] == "storage.read"]
+    assert sorted(r["node"] for r in reads) == sorted(specs)
+    assert all(r["verdict"] == "PASS" and r["figures"]["seq_read_gbps"] > 0 for r in reads), reads
+    (pair,) = [r for r in doc["results"] if r["trial"] == "net.tcp"]
+    assert pair["verdict"] == "PASS" and pair["node"] == f"{specs[0]} <-> {specs[1]}", pair
+    assert pair["figures"]["forward_gbps"] > 0 and pair["figures"]["reverse_gbps"] > 0
+    assert done.code == 0, done.output
+    assert list(work.iterdir()) == []  # each node's scratch folder removed
+    both = invoke(["io", "local", "--ray", ray_cluster.address])
+    assert both.code == 2 and "not both" in both.output
