@@ -248,6 +248,13 @@ MUTATIONS = (
         ("tests/io_trials/test_ray.py",),
     ),
     Mutation(
+        "experiment drops a start whose capacity search found nothing",
+        "experiment/decide.py",
+        "    if prof.capacity is not None and (out_a or out_b):",
+        "    if False:",
+        ("tests/experiment/test_decide.py::test_a_start_whose_capacity_search_found_nothing_is_not_dropped",),
+    ),
+    Mutation(
         "an overloaded probe is judged by its share",
         "capacity/looks.py",
         "        if self.overloaded:",

@@ -10,7 +10,7 @@ import pytest
 
 from seatrial.experiment.checks import halves
 from seatrial.experiment.decide import decisions
-from seatrial.experiment.plan import ExperimentPlan, schedule
+from seatrial.experiment.plan import SEARCH_LEVEL, ExperimentPlan, schedule
 
 
 def make_plan(treatments: int = 1, **over: Any) -> ExperimentPlan:
@@ -134,3 +134,23 @@ def test_a_guardrail_clearly_worse_rejects_a_treatment_its_metric_would_adopt() 
     with_ttft(levels, {"t1": 1.0})
     row = decisions(guarded, levels, {})["decisions"][0]
     assert row["guardrails"][0]["status"] == "NON_INFERIOR" and row["verdict"] == "ADOPT", row
+
+
+def test_a_start_whose_capacity_search_found_nothing_is_not_dropped() -> None:
+    """As ``capacity --starts``: a start below its lowest probe is a measurement, not a gap; the others alone
+    would adopt, the decision is at most INCONCLUSIVE and names the start."""
+    plan = make_plan(decide={"profiles": {"cap": {"metric": "capacity", "min_gain_pct": 5, "capacity": {
+        "slo": "ttft_ms:500", "attainment": 0.9, "mode": "concurrency"}}}})  # fmt: skip
+    key = plan.decide.profiles["cap"].key("cap")
+    levels = {name: {SEARCH_LEVEL: side[8]} for name, side in levels_for(plan, {"t1": 0.5}).items()}
+    for side in levels.values():
+        for lv in side[SEARCH_LEVEL]:
+            lv |= {"capacity": {"cap": lv["output_tok_s"]}, "capacity_reasons": {"cap": None},
+                   "capacity_brackets": {"cap": [lv["output_tok_s"], lv["output_tok_s"] * 1.05]}}  # fmt: skip
+    assert decisions(plan, levels, {}, {})["decisions"][0]["verdict"] == "ADOPT"
+    gone = levels["t1"][SEARCH_LEVEL][1]
+    gone |= {"capacity": {"cap": None}, "capacity_reasons": {"cap": "found no capacity: below its lowest probe, 2 users"}}
+    d = decisions(plan, levels, {}, {})["decisions"][0]
+    assert d["key"] == key and d["verdict"] == "INCONCLUSIVE" and d["holm"] is None, d
+    assert any("below its lowest probe, 2 users" in r for r in d["excluded"])
+    assert any("count as below their lowest probe, not as absent" in r for r in d["reasons"])

@@ -140,6 +140,9 @@ def _row(
         "from the other starts)"
     ]  # fmt: skip
     reasons += blockers(e, base, treat, key)
+    if prof.capacity is not None and (out_a or out_b):  # as capacity --starts: never dropped
+        reasons.append(f"{len(out_a) + len(out_b)} start(s) without a capacity count as below their lowest probe, "
+                       "not as absent: the capacities cannot be compared on the others alone")  # fmt: skip
     n_power, sd_upper = power_starts(prof.min_gain_pct, e.sd_log, e.n_a + e.n_b - 2, cfg.confidence)
     row = {
         "treatment": treatment, "aa_control": aa_control, "profile": profile, "concurrency": c,

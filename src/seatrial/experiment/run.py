@@ -254,9 +254,12 @@ class Experiment:
                     out[name] = {"value": None, "reason": f"the search failed: {exc}"}
                     continue
             c, held = found.capacity, found.held()
-            out[name] = {"value": held, "unit": "req/s" if c.mode == "rate" else "users",
-                         "bracket": [c.value, c.upper], "line": capacity_line(found),
-                         "reason": None if held is not None else c.stop_reason}  # fmt: skip
+            unit = "req/s" if c.mode == "rate" else "users"
+            lowest = min((p.load for p in found.probes), default=None)
+            why = None if held is not None else c.stop_reason if lowest is None else (
+                f"found no capacity: below its lowest probe, {lowest:g} {unit} ({c.stop_reason})")
+            out[name] = {"value": held, "unit": unit, "bracket": [c.value, c.upper], "line": capacity_line(found),
+                         "lowest": lowest, "reason": why}  # fmt: skip
             self.log(f"   capacity {name}: {capacity_line(found)}")
         return out
 
