@@ -74,3 +74,31 @@ def test_serve_and_url_and_starts_are_checked() -> None:
     assert invoke([*base, "--serve", SERVER, "--url", "http://127.0.0.1:9"]).code == 2
     assert invoke([*base, "--url", "http://127.0.0.1:9", "--starts", "2"]).code == 2
     assert invoke(base).code == 2
+
+
+def test_a_serve_file_starts_each_server_as_experiment_does_env_and_guard_included(tmp_path: Path) -> None:
+    """``--serve-file``: experiment's ``serve:`` block. The command only comes up with the file's env (a missing
+    variable ends the start), under ``seatrial guard`` (its history in the run folder), at the file's nice; the
+    env's values stay out of the run folder."""
+    needs_env = ["sh", "-c", f"test ${{#SEATRIAL_CAP_ENV}} -eq 6 && exec {SERVER}"]  # the value itself not written
+    serve = {"command": needs_env, "env": {"SEATRIAL_CAP_ENV": "s3cr3t"}, "nice": 5, "stop_grace_s": 40,
+             "guard": {"min_available_gib": 0.25, "stop_grace": "10s"}}  # fmt: skip
+    path = tmp_path / "serve.yaml"
+    path.write_text(json.dumps(serve))
+    out = tmp_path / "run"
+    r = invoke(["capacity", "--serve-file", str(path), "--slo", "ttft_ms:30", "--start", "4", *ARGS,
+                "--out", str(out), "--json", str(tmp_path / "r.json")])  # fmt: skip
+    assert r.code == 0, r.output
+    s = json.loads((tmp_path / "r.json").read_text())
+    assert s["label"] == "one start" and 3 <= s["starts"][0]["capacity"] <= 5, s
+    history = [json.loads(line) for line in (out / "guard-history.jsonl").read_text().splitlines()]
+    assert any(e.get("event") == "start" for e in history), history
+    assert "s3cr3t" not in "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+    assert json.loads((out / "run.json").read_text())["config"]["serve_env"] == ["SEATRIAL_CAP_ENV"]
+    serve.pop("env")
+    path.write_text(json.dumps(serve))
+    r = invoke(["capacity", "--serve-file", str(path), "--slo", "ttft_ms:30", *ARGS, "--out", str(tmp_path / "r2")])
+    assert r.code == 1 and "exited" in r.output, r.output  # without its env the server does not come up
+    assert invoke(["capacity", "--serve-file", str(path), "--slo", "ttft_ms:30"]).code == 2  # a guard needs --out
+    path.write_text("command: [x]\n")
+    assert invoke(["capacity", "--serve-file", str(path), "--slo", "ttft_ms:30"]).code == 2  # no {port}

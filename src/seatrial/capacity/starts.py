@@ -20,14 +20,12 @@ from seatrial.load.settings import BenchSettings
 from seatrial.runs.capacity import capacity_line
 from seatrial.runs.folder import RunFolder
 from seatrial.runs.summaries.capacity import CapacitySummary, ReplicaCapacity, StartSearch
-from seatrial.server.process import ServerProcess, free_port
-
-READY_TIMEOUT_S = 900.0
-STOP_GRACE_S = 60.0
+from seatrial.server.process import free_port
+from seatrial.server.serve import Serve
 
 
 def run_starts(
-    bench: BenchSettings, ccfg: CapacityConfig, serve: list[str], starts: int, out: Path | None, log: Log,
+    bench: BenchSettings, ccfg: CapacityConfig, serve: Serve, starts: int, out: Path | None, log: Log,
     progress: Progress,
 ) -> ReplicaCapacity:  # fmt: skip
     """Every start's search, then the replica's capacity over them."""
@@ -49,23 +47,23 @@ def run_starts(
 
 
 def _one_start(
-    bench: BenchSettings, ccfg: CapacityConfig, serve: list[str], k: int, seed: int, out: Path | None, log: Log,
+    bench: BenchSettings, ccfg: CapacityConfig, serve: Serve, k: int, seed: int, out: Path | None, log: Log,
     progress: Progress,
 ) -> StartSearch:  # fmt: skip
     folder = out / f"start-{k + 1}" if out else None
     port = free_port()
-    argv = [part.replace("{port}", str(port)) for part in serve]
+    argv = serve.argv([], port, out / "guard-history.jsonl" if out else None)
     record = StartSearch(start=k + 1, seed=seed, folder=f"start-{k + 1}" if out else None)
     log(f"start {k + 1}: launching the server on port {port}")
     log_path = folder / "server.log" if folder else Path("/dev/null")
     if folder:
         folder.mkdir(parents=True, exist_ok=True)
     try:
-        server = ServerProcess(argv, log_path, port=port)
+        server = serve.start(argv, log_path, port, {})
     except EngineError as exc:
-        return record.model_copy(update={"error": str(exc)})
+        return record.model_copy(update={"error": str(exc).splitlines()[0]})
     try:
-        record.startup_s = round(server.wait_ready(READY_TIMEOUT_S), 2)
+        record.startup_s = round(server.ready_s or 0.0, 2)
         cfg = BenchConfig.from_settings(bench, server.url, seed=seed)
         config = {"bench": cfg.model_dump(mode="json"), "capacity": ccfg.model_dump(mode="json"), "start": k + 1}
         run_folder = RunFolder(folder, "capacity", config) if folder else None
@@ -77,7 +75,7 @@ def _one_start(
     except SeatrialError as exc:
         return record.model_copy(update={"error": str(exc).splitlines()[0]})
     finally:
-        server.stop(STOP_GRACE_S)
+        server.stop(serve.stop_grace_s)
     if folder:
         from seatrial.report.html import write_report
 

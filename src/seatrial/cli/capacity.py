@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -11,6 +11,9 @@ from seatrial.cli.common import console, emit_json, escape, json_target, out, ou
 from seatrial.cli.options import settings_from, with_settings
 from seatrial.cli.progress import LiveProgress, rich_table
 from seatrial.errors import ConfigError, config_errors
+
+if TYPE_CHECKING:
+    from seatrial.server.serve import Serve
 
 #: bench's settings that capacity takes as they are (it sets the load of each probe itself)
 BENCH_OPTIONS = [
@@ -30,6 +33,7 @@ NOT_FOUND_EXIT, NOTHING_MEASURED_EXIT = 1, 8
 def capacity(
     url: Annotated[str | None, typer.Option(help="Server base URL, e.g. http://127.0.0.1:8000 (one start)")] = None,
     serve: Annotated[str | None, typer.Option(help="Command that starts the server, with {port}: searched on --starts fresh starts")] = None,
+    serve_file: Annotated[Path | None, typer.Option(help="YAML of experiment's serve: block (command with {port}, env, guard, nice, ...)")] = None,
     starts: Annotated[int, typer.Option(min=1, help="With --serve: fresh starts, each searched (a lower prediction bound over them)")] = 1,
     out_dir: Annotated[Path | None, typer.Option("--out", parser=out_folder, help="Run folder")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", parser=json_target, help="Write the summary JSON here")] = None,
@@ -42,10 +46,10 @@ def capacity(
     (exit 0 with it, 1 when a start found none or was not measured)."""
     import asyncio
 
-    if (url is None) == (serve is None):
-        raise ConfigError("give --url (a running server) or --serve (a command that starts one), not both")
-    if serve is not None:
-        return _over_starts(serve, starts, out_dir, json_path, settings)
+    if sum(x is not None for x in (url, serve, serve_file)) != 1:
+        raise ConfigError("give one of --url (a running server), --serve (a command that starts one) or --serve-file")
+    if serve is not None or serve_file is not None:
+        return _over_starts(serve_spec(serve, serve_file), starts, out_dir, json_path, settings)
     if starts != 1 or url is None:
         raise ConfigError("--starts needs --serve: a running server (--url) is one start")
 
@@ -81,26 +85,35 @@ def capacity(
     _exit(summary)
 
 
-def _over_starts(serve: str, starts: int, out_dir: Path | None, json_path: Path | None, settings: dict[str, Any]) -> None:
+def serve_spec(command: str | None, path: Path | None) -> Serve:
+    """``--serve CMD`` (the command alone) or ``--serve-file`` (experiment's ``serve:`` block), validated."""
     import shlex
 
+    from seatrial.server.serve import Serve
+    from seatrial.yamlfile import load_mapping
+
+    where = f"--serve-file {path}" if path else "--serve"
+    with config_errors(where):
+        return Serve.model_validate(load_mapping(where, path) if path else {"command": shlex.split(command or "")})
+
+
+def _over_starts(serve: Serve, starts: int, out_dir: Path | None, json_path: Path | None, settings: dict[str, Any]) -> None:
     from seatrial.capacity.config import CapacityConfig
     from seatrial.capacity.starts import run_starts
     from seatrial.load.settings import BenchSettings
     from seatrial.runs.folder import RunFolder
 
-    command = shlex.split(serve)
-    if not any("{port}" in part for part in command):
-        raise ConfigError("--serve must contain {port} (each start gets a free port)")
+    if serve.guard is not None and out_dir is None:
+        raise ConfigError("serve.guard needs --out: the guard's history is written in the run folder")
     bench = settings_from(BenchSettings, {k: settings[k] for k in BENCH_OPTIONS})
     ccfg = settings_from(CapacityConfig, {k: settings[k] for k in CAPACITY_OPTIONS})
-    config = {"serve": command, "starts": starts, "bench": bench.model_dump(mode="json"),
+    config = {"serve": serve.model_dump(mode="json", exclude={"env"}), "serve_env": sorted(serve.env), "starts": starts, "bench": bench.model_dump(mode="json"),
               "capacity": ccfg.model_dump(mode="json")}  # fmt: skip
     folder = RunFolder(out_dir, "capacity", config, requests=False) if out_dir else None
     log = lambda line: console.print(escape(line), highlight=False)  # noqa: E731
     with partial_on_interrupt(out_dir, folder):
         with LiveProgress() as progress:
-            replica = run_starts(bench, ccfg, command, starts, out_dir, log, progress)
+            replica = run_starts(bench, ccfg, serve, starts, out_dir, log, progress)
         if folder:
             folder.write_summary(replica)
     for st in replica.starts:

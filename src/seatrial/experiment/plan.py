@@ -20,6 +20,7 @@ from seatrial.capacity.config import CapacityConfig
 from seatrial.errors import ConfigError, config_errors
 from seatrial.load.settings import BenchSettings
 from seatrial.load.workloads import WORKLOADS
+from seatrial.server.serve import Serve
 from seatrial.yamlfile import load_mapping
 
 #: Metrics a decision or a guardrail can name: a level's throughput (one value per start) or a
@@ -48,65 +49,6 @@ def check_metric(name: str) -> str:
 
 def lower_is_better(metric: str) -> bool:
     return metric.partition(".")[0] in LOWER_IS_BETTER
-
-
-class GuardSettings(_Model):
-    """``seatrial guard`` around every start (its flags, by their names). The experiment's stops are
-    planned (SIGTERM, recorded as ``stop``) and never spend the restart budget; a start that crashes is
-    a failed start, which the experiment itself tries again, so the guard restarts nothing by default."""
-
-    min_available_gib: float = Field(12.0, ge=0)
-    max_swap_growth_gib: float = Field(2.0, gt=0)
-    poll_ms: int = Field(200, gt=0)
-    restart_budget: int = Field(0, ge=0)
-    restart_window: str = "6h"
-    oom_score_adj: int = Field(1000, ge=-1000, le=1000)
-    stop_grace: str = "30s"
-
-    def flags(self) -> list[str]:
-        out: list[str] = []
-        for key, value in self.model_dump().items():
-            out += [f"--{key.replace('_', '-')}", str(value)]
-        return out
-
-
-class Serve(_Model):
-    command: list[str] = Field(min_length=1)  # ``{port}`` is filled in at every start
-    env: dict[str, str] = Field(default_factory=dict)
-    host: str = "127.0.0.1"
-    health_path: str = "/health"
-    ready_timeout_s: float = Field(900.0, gt=0)
-    stop_grace_s: float = Field(60.0, gt=0)
-    guard: GuardSettings | None = None
-    # once each start is ready, every thread of it at this nice (server.process.lower_priority): a client
-    # on the same host then gets a CPU whenever it needs one; start-up had the host to itself
-    nice: int | None = Field(None, ge=0, le=19)
-
-    @field_validator("command")
-    @classmethod
-    def _port(cls, v: list[str]) -> list[str]:
-        if not any("{port}" in part for part in v):
-            raise ValueError("the command must contain {port} (each start gets a free port)")
-        return v
-
-    @model_validator(mode="after")
-    def _grace_over_the_guards(self) -> Serve:
-        """Under the guard, the experiment must wait longer than the guard waits for the server: else the
-        guard is killed mid-shutdown and the server it was stopping is left."""
-        if self.guard is None:
-            return self
-        from seatrial.guard.config import parse_duration_s
-
-        try:
-            guard_s = parse_duration_s(self.guard.stop_grace, "guard.stop_grace")
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
-        if self.stop_grace_s <= guard_s:
-            raise ValueError(
-                f"stop_grace_s {self.stop_grace_s:g} must exceed guard.stop_grace {self.guard.stop_grace} ({guard_s:g} s): "
-                "the guard needs its own grace to stop the server before the experiment kills the guard"
-            )
-        return self
 
 
 class Setting(_Model):

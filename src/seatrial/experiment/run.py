@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -65,24 +64,11 @@ def spans_endpoint(plan: ExperimentPlan) -> str | None:
 def server_argv(plan: ExperimentPlan, setting: Setting, port: int, history: Path) -> list[str]:
     """The serve command with the setting's arguments and ``{port}`` filled in, under the guard when set;
     with spans asked for, vLLM's flag that exports them to the experiment's receiver (unless given)."""
-    command = [part.replace("{port}", str(port)) for part in plan.serve.command] + setting.args
+    args = list(setting.args)
     endpoint = spans_endpoint(plan)
-    if endpoint is not None and not any(a.startswith("--otlp-traces-endpoint") for a in command):
-        command += tracing_args(endpoint, command)
-    guard = plan.serve.guard
-    if guard is None:
-        return command
-    wrapper = [
-        sys.executable,
-        "-m",
-        "seatrial.cli.app",
-        "guard",
-        *guard.flags(),
-        "--history",
-        str(history),
-        "--",
-    ]
-    return wrapper + command
+    if endpoint is not None and not any(a.startswith("--otlp-traces-endpoint") for a in [*plan.serve.command, *args]):
+        args += tracing_args(endpoint, [*plan.serve.command, *args])
+    return plan.serve.argv(args, port, history)
 
 
 class Experiment:
@@ -196,21 +182,9 @@ class Experiment:
         failed = {"attempt": attempt, "log": str(log_path.relative_to(self.out))}
         try:
             spans = tracing_env() if spans_endpoint(self.plan) else {}
-            server = ServerProcess(
-                argv, log_path, host=serve.host, port=port, env={**spans, **serve.env, **setting.env}
-            )
+            server = serve.start(argv, log_path, port, {**spans, **setting.env})
         except EngineError as exc:
             return None, failed | {"error": str(exc)}
-        try:
-            server.wait_ready(serve.ready_timeout_s, serve.health_path)
-        except EngineError as exc:
-            server.stop(serve.stop_grace_s)
-            return None, failed | {"error": str(exc)}
-        except BaseException:  # Ctrl-C, SIGTERM, SIGHUP or a bug while waiting: the server goes too
-            server.stop(serve.stop_grace_s)
-            raise
-        if serve.nice is not None:
-            server.lower_priority(serve.nice)
         return server, {}
 
     def measure(self, server: ServerProcess, folder: Path, seed: int) -> dict[str, Any]:

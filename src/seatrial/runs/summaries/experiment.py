@@ -22,6 +22,7 @@ class StartCapacity(SummaryModel):
     unit: Literal["req/s", "users"] | None = None
     bracket: list[float | None] | None = None
     line: str | None = None
+    lowest: float | None = None  # its lowest probe: a search that found nothing is below it
 
 
 class ExperimentStart(SummaryModel):
