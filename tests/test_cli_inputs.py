@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -16,10 +15,11 @@ from typing import Any
 import pytest
 import typer.main
 from tests.clirun import invoke
+from tests.servers import synthetic_server
 from typer.testing import CliRunner
 
 from seatrial.cli.app import app
-from seatrial.testing.server import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import ThreadedServer
 
 
 def _float_flags() -> list[tuple[tuple[str, ...], str]]:
@@ -55,10 +55,7 @@ def test_every_float_flag_refuses_nan_and_infinity(path: tuple[str, ...], flag: 
     assert result.exit_code == 2 and f"'{value}' is not a finite number" in result.output, result.output
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ThreadedServer]:
-    with ThreadedServer(SyntheticConfig(itl_s=0.001, ttft_s=0.002)) as srv:
-        yield srv
+server = synthetic_server(itl_s=0.001, ttft_s=0.002)
 
 
 def _arrivals(server: ThreadedServer) -> dict[str, int]:

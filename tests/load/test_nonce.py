@@ -6,23 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
 import pytest
+from tests.servers import synthetic_server
 
 from seatrial.load.bench import level_flags
 from seatrial.load.config import BenchConfig, WorkloadConfig
 from seatrial.load.tokenize import ServerTokenizer
 from seatrial.load.workloads import RequestSpec, build_specs
-from seatrial.testing.server import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import ThreadedServer
 
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ThreadedServer]:
-    with ThreadedServer(SyntheticConfig(itl_s=0.001)) as srv:
-        yield srv
+server = synthetic_server(itl_s=0.001)
 
 
 def prompts(url: str, count: int, **wl: object) -> list[RequestSpec]:

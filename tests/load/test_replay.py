@@ -7,24 +7,21 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from tests.clirun import invoke
+from tests.servers import synthetic_server
 
 from seatrial.runs import read_jsonl
-from seatrial.testing.server import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import ThreadedServer
 
 TRACE = Path(__file__).parent / "data" / "traces" / "mooncake_synthetic_100.jsonl"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ThreadedServer]:
-    with ThreadedServer(SyntheticConfig(itl_s=0.002, ttft_s=0.003, block_size=128)) as srv:
-        yield srv
+server = synthetic_server(itl_s=0.002, ttft_s=0.003, block_size=128)
 
 
 def _bench(server: ThreadedServer, tmp_path: Path, flags: list[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:

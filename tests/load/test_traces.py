@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
 import orjson
 import pytest
+from tests.servers import synthetic_server
 
 from seatrial.errors import ConfigError
 from seatrial.load.config import WorkloadConfig
@@ -21,7 +21,7 @@ from seatrial.load.workloads import build_specs, measured_requests
 from seatrial.load.workloads.replay import prefix_hits_allowed, scaled
 from seatrial.load.workloads.spec import RequestSpec
 from seatrial.load.workloads.traces import read_trace
-from seatrial.testing.server import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import ThreadedServer
 
 DATA = Path(__file__).parent / "data" / "traces"
 CHAIN = DATA / "mooncake_conversation_chain.jsonl"
@@ -147,10 +147,7 @@ def test_a_start_past_the_end_and_a_missing_file_are_refused(tmp_path: Path) -> 
         read_trace(tmp_path / "none.jsonl", "mooncake")
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ThreadedServer]:
-    with ThreadedServer(SyntheticConfig()) as srv:
-        yield srv
+server = synthetic_server()
 
 
 def _specs(url: str, cfg: WorkloadConfig, salt: int = 1) -> list[RequestSpec]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from tests.clirun import invoke
 from tests.pooled import kill_a_worker_mid_write, level_with_a_kill, pooled_level, sending
+from tests.servers import synthetic_server
 
 from seatrial.load.distributed import Clock, Merge, split
 from seatrial.load.metrics import level_metrics
@@ -25,11 +26,7 @@ from seatrial.load.workloads import RequestSpec
 from seatrial.runs import read_jsonl
 from seatrial.testing.server import SyntheticConfig, ThreadedServer, start_process
 
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ThreadedServer]:
-    with ThreadedServer(SyntheticConfig(itl_s=0.004, ttft_s=0.005)) as srv:
-        yield srv
+server = synthetic_server(itl_s=0.004, ttft_s=0.005)
 
 
 N = 64  # requests per level: a C=8 level of 0.6 s, so a worker's few ms late start moves its mean in flight little

@@ -10,6 +10,7 @@ from pathlib import Path
 import aiohttp
 import numpy as np
 import pytest
+from tests.servers import synthetic_server
 
 from seatrial.errors import ConfigError
 from seatrial.load.bench import run_bench
@@ -17,7 +18,7 @@ from seatrial.load.config import BenchConfig, WorkloadConfig
 from seatrial.load.tokenize import ServerTokenizer
 from seatrial.load.workloads import LANGUAGES, TASKS, RequestSpec, build_specs
 from seatrial.runs.folder import RunFolder, read_jsonl
-from seatrial.testing.server import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import ThreadedServer
 
 
 def specs_for(url: str, count: int, **wl: object) -> list[RequestSpec]:
@@ -29,10 +30,7 @@ def specs_for(url: str, count: int, **wl: object) -> list[RequestSpec]:
     return asyncio.run(go())
 
 
-@pytest.fixture(scope="module")
-def server():
-    with ThreadedServer(SyntheticConfig(itl_s=0.001)) as srv:
-        yield srv
+server = synthetic_server(itl_s=0.001)
 
 
 def words(spec: RequestSpec) -> int:

@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 import typer.main
 from tests.clirun import invoke
+from tests.servers import synthetic_server
 
 from seatrial.cli.app import app
-from seatrial.testing.server import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import ThreadedServer
 
 FLAGS = ("--json", "--out", "--history")
 
@@ -91,10 +92,7 @@ def test_a_bad_output_path_is_exit_2_before_anything_else(
     assert stat.S_ISCHR(os.lstat(places["device"]).st_mode)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ThreadedServer]:
-    with ThreadedServer(SyntheticConfig(itl_s=0.001, ttft_s=0.002)) as srv:
-        yield srv
+server = synthetic_server(itl_s=0.001, ttft_s=0.002)
 
 
 def bench(srv: ThreadedServer, *more: str) -> list[str]:

@@ -8,22 +8,19 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.servers import synthetic_server
 
-from seatrial.testing.server import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import ThreadedServer
 
 KEY = "sk-planted-KEY-4711"
 PASSWORD = "pw-planted-PASS-0815"
 TOKEN = "hf_planted_TOKEN_42"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ThreadedServer]:
-    with ThreadedServer(SyntheticConfig(itl_s=0.001, ttft_s=0.002)) as srv:
-        yield srv
+server = synthetic_server(itl_s=0.001, ttft_s=0.002)
 
 
 def url_with_credentials(srv: ThreadedServer) -> str:

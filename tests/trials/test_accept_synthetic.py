@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.servers import synthetic_server
 from typer.testing import CliRunner
 
 from report.chromium import drawn_pixels, screenshot
@@ -38,10 +38,7 @@ trials:
 """
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ThreadedServer]:
-    with ThreadedServer(SyntheticConfig(itl_s=0.002, ttft_s=0.005)) as srv:
-        yield srv
+server = synthetic_server(itl_s=0.002, ttft_s=0.005)
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.servers import synthetic_server
 
 from seatrial.load.records import RequestRecord
-from seatrial.testing.server import SyntheticConfig, ThreadedServer
+from seatrial.testing.server import ThreadedServer
 from seatrial.trials import mixed, run_accept
 from seatrial.trials.mixed import long_share
 
@@ -33,10 +33,7 @@ def test_long_share_is_the_time_weighted_union_inside_the_phase() -> None:
     assert long_share([], shorts) == 0.0 and long_share([rec(0, 5, "long")], []) is None
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ThreadedServer]:
-    with ThreadedServer(SyntheticConfig(itl_s=0.002, ttft_s=0.005)) as srv:
-        yield srv
+server = synthetic_server(itl_s=0.002, ttft_s=0.005)
 
 
 PROFILE = """
