@@ -14,6 +14,18 @@ from typing import Any
 SRC = Path(__file__).resolve().parents[2] / "src"
 HOG = Path(__file__).resolve().parent / "hog.py"
 GIB = 1024**3
+KB_PER_GIB = 1024 * 1024
+
+
+def write_meminfo(path: Path, available_gib: float, swap_used_gib: float = 0.0, swap_gib: float = 0.0) -> None:
+    """Rewrite a stand-in /proc/meminfo in place (the guard keeps its descriptor open): its MemAvailable, and
+    ``swap_used_gib`` of ``swap_gib`` swap in use."""
+    text = (
+        f"MemTotal: {64 * KB_PER_GIB} kB\nMemAvailable: {int(available_gib * KB_PER_GIB)} kB\n"
+        f"SwapTotal: {int(swap_gib * KB_PER_GIB)} kB\nSwapFree: {int((swap_gib - swap_used_gib) * KB_PER_GIB)} kB\n"
+    ).ljust(200)
+    with path.open("r+b" if path.exists() else "wb") as fh:
+        fh.write(text.encode())
 
 
 def mem_available_bytes() -> int:

@@ -14,14 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from guard_helpers import pid_alive, read_lines, wait_for
+from guard_helpers import pid_alive, read_lines, wait_for, write_meminfo
 
 from seatrial.errors import GuardError
 from seatrial.guard import GuardConfig, run_guard
 from seatrial.guard.container import ContainerTarget, inspect_cmd, kill_cmd, start_cmd, stop_cmd, top_cmd
 
 FAKE = Path(__file__).resolve().parent / "fake_docker.py"
-KB_PER_GIB = 1024 * 1024
 
 
 def test_docker_commands() -> None:
@@ -70,17 +69,11 @@ def fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
         os.kill(pid, signal.SIGKILL)  # never leave the stand-in container running
 
 
-def _meminfo(path: Path, available_gib: float) -> None:
-    text = f"MemAvailable: {int(available_gib * KB_PER_GIB)} kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n".ljust(120)
-    with path.open("r+b" if path.exists() else "wb") as fh:
-        fh.write(text.encode())
-
-
 def test_container_is_killed_on_the_line_restarted_and_given_up(fake_docker: Path, tmp_path: Path) -> None:
     subprocess.run(["docker", "start", "srv"], check=True)  # it runs before the guard watches it
     first_pid = int((fake_docker / "pid").read_text())
     meminfo = tmp_path / "meminfo"
-    _meminfo(meminfo, 40)
+    write_meminfo(meminfo, 40)
     config = GuardConfig(
         min_available_gib=12,
         restart_margin_gib=2,
@@ -93,9 +86,9 @@ def test_container_is_killed_on_the_line_restarted_and_given_up(fake_docker: Pat
     def pressure_then_crash() -> None:
         events = lambda: [e["event"] for e in read_lines(config.history)]  # noqa: E731
         wait_for(lambda: "start" in events(), 10, "start")
-        _meminfo(meminfo, 11)  # under the 12 GiB line: the guard must kill the container
+        write_meminfo(meminfo, 11)  # under the 12 GiB line: the guard must kill the container
         wait_for(lambda: "kill" in events(), 10, "kill")
-        _meminfo(meminfo, 14.5)  # back above line + margin: the restart may go ahead
+        write_meminfo(meminfo, 14.5)  # back above line + margin: the restart may go ahead
         wait_for(lambda: "restart" in events(), 10, "restart")
         (fake_docker / "exitcode").write_text("137")  # then the container crashes (the engine's record)
         os.kill(int((fake_docker / "pid").read_text()), 9)

@@ -9,12 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from guard_helpers import read_lines, wait_for
+from guard_helpers import read_lines, wait_for, write_meminfo
 
 from seatrial.errors import GuardError
 from seatrial.guard import GuardConfig, HealthConfig, run_guard
-
-KB_PER_GIB = 1024 * 1024
 
 
 class _Health(BaseHTTPRequestHandler):
@@ -72,19 +70,9 @@ def test_unhealthy_server_is_killed_and_restarted_within_budget(tmp_path: Path, 
     assert outcome.counts["kill"] == 2 and outcome.counts["restart_automatic"] == 1
 
 
-def _meminfo(path: Path, available_gib: float, swap_used_gib: float) -> None:
-    """Rewrite a stand-in meminfo in place (the guard keeps its descriptor open)."""
-    text = (
-        f"MemTotal: {64 * KB_PER_GIB} kB\nMemAvailable: {int(available_gib * KB_PER_GIB)} kB\n"
-        f"SwapTotal: {16 * KB_PER_GIB} kB\nSwapFree: {int((16 - swap_used_gib) * KB_PER_GIB)} kB\n"
-    ).ljust(200)
-    with path.open("r+b" if path.exists() else "wb") as fh:
-        fh.write(text.encode())
-
-
 def test_swap_growth_past_the_limit_kills_the_group(tmp_path: Path) -> None:
     meminfo = tmp_path / "meminfo"
-    _meminfo(meminfo, available_gib=40, swap_used_gib=1)  # 1 GiB already swapped before launch
+    write_meminfo(meminfo, available_gib=40, swap_used_gib=1, swap_gib=16)  # 1 GiB already swapped before launch
     config = GuardConfig(
         min_available_gib=12,
         max_swap_growth_gib=2,
@@ -95,8 +83,8 @@ def test_swap_growth_past_the_limit_kills_the_group(tmp_path: Path) -> None:
 
     def grow_swap() -> None:
         wait_for(lambda: any(e["event"] == "start" for e in read_lines(config.history)), 10, "start")
-        _meminfo(meminfo, available_gib=40, swap_used_gib=2.5)  # grew 1.5: still fine
-        _meminfo(meminfo, available_gib=40, swap_used_gib=3.5)  # grew 2.5: over the limit
+        write_meminfo(meminfo, available_gib=40, swap_used_gib=2.5, swap_gib=16)  # grew 1.5: still fine
+        write_meminfo(meminfo, available_gib=40, swap_used_gib=3.5, swap_gib=16)  # grew 2.5: over the limit
 
     thread = threading.Thread(target=grow_swap)
     thread.start()
@@ -110,7 +98,7 @@ def test_swap_growth_past_the_limit_kills_the_group(tmp_path: Path) -> None:
 
 def test_launch_is_refused_when_memory_is_already_under_the_line(tmp_path: Path) -> None:
     meminfo = tmp_path / "meminfo"
-    _meminfo(meminfo, available_gib=11.5, swap_used_gib=0)
+    write_meminfo(meminfo, available_gib=11.5, swap_used_gib=0, swap_gib=16)
     config = GuardConfig(history=tmp_path / "h.jsonl", meminfo_path=meminfo)  # 12 GiB line, as in seed 000
     with pytest.raises(
         GuardError, match=r"not launching: MemAvailable 11\.50 GiB fell under the 12\.00 GiB line"
