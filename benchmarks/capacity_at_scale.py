@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import sys
 import time
@@ -123,11 +124,11 @@ class Level:
         return LevelOutcome(summary, kept)
 
 
-def seatrial_search(lv: Level, start: float) -> float | None:
+def seatrial_search(lv: Level, start: float, budget: int = 4) -> float | None:
     first, rate = first_run(TARGET, CONFIDENCE), lv.open_loop
     s, probes = Search(start, PRECISION, integer=not rate), list[Probe]()
     while (at := s.next_load()) is not None:
-        looks = Looks(TARGET, CONFIDENCE, rate, first, 4 * first, in_flight=forecast(probes, at, rate))
+        looks = Looks(TARGET, CONFIDENCE, rate, first, budget * first, in_flight=forecast(probes, at, rate))
         p = asyncio.run(probe(lv.run_level, at, SLO, looks))
         probes.append(p)
         s.record(at, p.verdict == "MEETS")
@@ -154,7 +155,7 @@ def report(name: str, truth: float, found: list[float | None], lv: Level, search
           f"answer / truth median {med:.3f} (min {min(ratios, default=float('nan')):.3f}, max "
           f"{max(ratios, default=float('nan')):.3f}); a search: {lv.requests / searches:.0f} requests, "
           f"{lv.seconds / searches / 60:.1f} simulated min ({wall:.0f} s to compute all)")  # fmt: skip
-    if name == "seatrial":
+    if name.startswith("seatrial"):
         print(f"    targets: coverage >= 95% {'met' if below / searches >= 0.95 else 'NOT met'}, median >= 0.85 "
               f"{'met' if med >= 0.85 else 'NOT met'}")  # fmt: skip
 
@@ -180,6 +181,9 @@ def main() -> None:
     ap.add_argument("--laws", default=",".join(LAWS))
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--loop", choices=("open", "closed"), default="open")
+    ap.add_argument("--probe-budgets", default="4",
+                    help="seatrial's probe budget as multiples of its first run (capacity's default is 4), e.g. 4,40,400")
+    ap.add_argument("--seatrial-only", action="store_true", help="leave out the point-estimate and plain-Wilson searches")
     a = ap.parse_args()
     open_loop = a.loop == "open"
     print(f"SLO {SLO} for {TARGET:.0%}, confidence {CONFIDENCE}, precision {PRECISION}, {N_OUT} output tokens, "
@@ -197,11 +201,12 @@ def main() -> None:
         print(f"{name} (slots {law.slots}, t0 {law.t0_s * 1e3:g} ms, a {law.a:g}), {a.loop} loop: {said}")
         rng = np.random.default_rng(a.seed)
         starts = truth * 2.0 ** rng.uniform(-2.0, 0.0, a.searches)
-        procedures = {
-            "seatrial": lambda lv, st: seatrial_search(lv, st),
-            "point estimate": lambda lv, st: one_run_search(lv, st, False),
-            "plain Wilson": lambda lv, st: one_run_search(lv, st, True),
-        }
+        budgets = [int(x) for x in a.probe_budgets.split(",")]
+        procedures = {("seatrial" if b == 4 else f"seatrial, probe budget {b}x"): functools.partial(seatrial_search, budget=b)
+                      for b in budgets}  # fmt: skip
+        if not a.seatrial_only:
+            procedures |= {"point estimate": lambda lv, st: one_run_search(lv, st, False),
+                           "plain Wilson": lambda lv, st: one_run_search(lv, st, True)}  # fmt: skip
         for pname, run in procedures.items():
             lv, t0 = Level(law, np.random.default_rng(a.seed + 1), open_loop), time.perf_counter()
             found = [run(lv, float(st)) for st in starts]

@@ -10,13 +10,13 @@ import math
 import random
 from statistics import NormalDist
 
-from seatrial.capacity.looks import Looks, first_run, judge, look_confidence
+from seatrial.capacity.looks import MAX_LOOKS, Looks, first_run, judge, look_confidence
 from seatrial.capacity.probe import outcomes, probe
 from seatrial.load.bench import LevelOutcome
 from seatrial.load.goodput import goodput
 from seatrial.load.records import RequestRecord
 from seatrial.runs.summaries.bench import DeliveryStats, LevelSummary
-from seatrial.stats.proportions import OPEN_TAU_PER_OTHER, wilson
+from seatrial.stats.proportions import OPEN_TAU_PER_OTHER, wilson, z_two_sided
 
 SLO = {"ttft_ms": 100.0}
 
@@ -141,6 +141,13 @@ def test_each_look_spends_half_the_error_left() -> None:
     spent = sum((1 - look_confidence(0.95, j)) / 2 for j in range(1, 60))
     assert look_confidence(0.95, 1) == 0.975 and look_confidence(0.95, 3) == 1 - 0.05 / 8
     assert spent <= 0.025 and spent > 0.0249
+    # a probe with a large budget stops at its MAX_LOOKS-th look, whose quantile is still finite
+    assert math.isfinite(z_two_sided(look_confidence(0.95, MAX_LOOKS)))
+    looks = Looks(0.9, 0.95, True, 10, 10**9)
+    for _ in range(MAX_LOOKS):
+        assert looks.next_size() > 0
+        looks.add([True] * 9 + [False], 1.0)  # a share of 0.9 at a target of 0.9: never decided
+    assert looks.judged is not None and looks.judged.verdict == "INCONCLUSIVE" and looks.next_size() == 0
     assert first_run(0.9, 0.95) > requests_for_single(0.9, 0.95)
     # a series that the plain confidence MEETS at its second look, and the second look's does not
     runs = [[i % 20 != 0 for i in range(250)], [i % 20 != 0 for i in range(250)]]

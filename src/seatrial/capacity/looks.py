@@ -39,10 +39,11 @@ from seatrial.stats.proportions import Share, data_batches, least_correlation, s
 
 MIN_REQUESTS = 10
 BUDGET_RUNS = 3  # a probe's budget holds at least this many runs of that length
+MAX_LOOKS = 40  # a probe's last look (0.05 / 2**40 = 4.5e-14; much later, 1 - that rounds to 1.0: no quantile)
 
 
 def look_confidence(confidence: float, look: int) -> float:
-    """The two-sided confidence of look ``look`` (1, 2, ...): its share of the error is half the last's."""
+    """The two-sided confidence of look ``look`` (1, 2, ... MAX_LOOKS): its share of the error is half the last's."""
     return 1 - (1 - confidence) / 2**look
 
 
@@ -124,7 +125,7 @@ class Looks:
         """The next run's measured requests; 0 when the probe decided or spent its budget."""
         most = self.most if self.fixed_budget else max(self.most, BUDGET_RUNS * self.steady_run)
         left = most - self.used
-        if left <= 0 or (self.judged is not None and self.judged.verdict != "INCONCLUSIVE"):
+        if left <= 0 or len(self.runs) >= MAX_LOOKS or (self.judged is not None and self.judged.verdict != "INCONCLUSIVE"):
             return 0
         if self.judged is None:
             return min(max(self.first, self.steady_run), left)
