@@ -35,6 +35,15 @@ def test_names_profile_and_plots_derive_from_the_registry() -> None:
     assert set(PLOTS) <= set(TRIALS)  # the report draws plots only for trials that exist
 
 
+def test_the_code_defaults_are_the_shipped_full_profile() -> None:
+    """A profile that leaves a key out gets the code's default: it must be the shipped full-scale value, and the
+    shipped profile states every key (issue 44 item 1)."""
+    shipped = yaml.safe_load(default_profile_text())["trials"]
+    for name, trial in TRIALS.items():
+        code = trial.config().model_dump(mode="json")
+        assert shipped[name] == code, (name, {k: (code.get(k), v) for k, v in shipped[name].items() if code.get(k) != v})
+
+
 class EchoConfig(TrialConfig):
     requests: int = Field(3, ge=1)
     output_len: int = Field(4, ge=2)

@@ -38,7 +38,7 @@ HEADROOM_TOKENS = 8
 class KvTierConfig(TrialConfig):
     capacity_tokens: int | None = Field(None, ge=1)
     pressure_factor: float = Field(1.5, gt=1)
-    session_len: int = Field(8192, ge=16)
+    session_len: int = Field(16384, ge=16)
     question_len: int = Field(32, ge=1)
     output_len: int = Field(8, ge=1)
     concurrency: int = Field(4, ge=1)

@@ -31,7 +31,7 @@ class MixedConfig(TrialConfig):
     short_concurrency: int = Field(4, ge=1)
     short_input_len: int = Field(128, ge=1)
     short_output_len: int = Field(64, ge=2)
-    long_input_len: int = Field(8192, ge=1)
+    long_input_len: int = Field(32768, ge=1)
     long_concurrency: int = Field(2, ge=1)
     max_degradation_pct: float = 50.0
     min_direction_consistency: float = Field(0.75, gt=0.5, le=1.0)

@@ -29,7 +29,7 @@ HEADROOM_TOKENS = 8
 
 class PrefixCacheConfig(TrialConfig):
     num_prefixes: int = Field(4, ge=1)
-    prefix_len: int = Field(4096, ge=1)
+    prefix_len: int = Field(32768, ge=1)
     questions_per_prefix: int = Field(16, ge=2)
     question_len: int = Field(64, ge=1)
     output_len: int = Field(8, ge=1)
