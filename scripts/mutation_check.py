@@ -53,10 +53,10 @@ MUTATIONS = (
     ),
     Mutation(
         "compare never says REGRESSED",
-        "experiment/compare.py",
+        "compare/runs.py",
         '    if hi < -threshold:\n        return "REGRESSED"',
         '    if hi < -threshold:\n        return "INCONCLUSIVE"',
-        ("tests/experiment/test_compare.py::test_a_slower_candidate_with_starts_on_both_sides_is_regressed",),
+        ("tests/compare/test_compare.py::test_a_slower_candidate_with_starts_on_both_sides_is_regressed",),
     ),
     Mutation(
         "TTFT p50/p99 swapped in the levels table",

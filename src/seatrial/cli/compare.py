@@ -22,7 +22,7 @@ def compare(
     """Compare runs per workload and level (IMPROVED / REGRESSED / NO_EFFECT / INCONCLUSIVE); with
     deployments named (NAME=PATH), seed 001's per-phase table with intervals (two deployments), each factor
     apart (four named PRECISION@TOPOLOGY), and their capacities at the SLO, per GPU and per dollar."""
-    from seatrial.experiment.compare import compare as run_compare
+    from seatrial.compare.runs import compare as run_compare
     from seatrial.runs.comparisons import capacity_table, comparison_table, deployment_table, split_table
 
     summary = run_compare(runs, threshold)

@@ -82,7 +82,7 @@ def test_single_runs_never_claim_an_effect_but_show_their_within_run_interval(
 
 
 def test_a_run_compared_with_itself_has_no_effect(runs: dict[str, Path]) -> None:
-    from seatrial.experiment.compare import compare
+    from seatrial.compare.runs import compare
 
     summary = compare([str(runs["fast"]), str(runs["fast"])])
     for c in summary.comparisons:
@@ -169,7 +169,7 @@ def test_a_slower_candidate_with_starts_on_both_sides_is_regressed() -> None:
     """Catches a REGRESSED that never fires (or IMPROVED/REGRESSED swapped by the direction of a
     lower-is-better metric): TPOT 4 -> 6 ms over 3 starts a side is REGRESSED in TPOT and throughput;
     the reverse is IMPROVED; the same speed is NO_EFFECT."""
-    from seatrial.experiment.compare import compare_levels
+    from seatrial.compare.runs import compare_levels
 
     fast, slow = synthetic_run("fast", 4.0, seed=1), synthetic_run("slow", 6.0, seed=2)
     ((row,),) = [compare_levels(fast, slow, "random 8/12", 5.0)]

@@ -9,7 +9,7 @@
   timings. Values are geometric means of per-start values for throughputs and pooled statistics (with
   their n) for request-level metrics; ratios and gains are ratios of geometric means of per-start values.
 - Runs of deployments (``NAME=PATH``) over prefill-only, decode-only and mixed workloads (seed 001), and
-  their capacity runs: seatrial.experiment.deployments (two: per phase and level with intervals, the
+  their capacity runs: seatrial.compare.deployments (two: per phase and level with intervals, the
   precision/topology split refused as confounded; a 2 x 2 named PRECISION@TOPOLOGY: each factor with its
   interval; capacities at the SLO, per GPU and per dollar).
 - Workloads that differ (lengths, ignore_eos, endpoint...) are never compared: ConfigError naming them.
@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from seatrial.compare.deployments import deployment_comparison
 from seatrial.errors import ConfigError
 from seatrial.experiment.checks import usable
 from seatrial.experiment.decide import blockers
-from seatrial.experiment.deployments import deployment_comparison
 from seatrial.experiment.plan import lower_is_better
 from seatrial.experiment.sources import Run, load_runs, workload_differences
 from seatrial.experiment.values import effect, flat, per_start, pooled_n
