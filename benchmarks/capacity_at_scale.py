@@ -50,8 +50,8 @@ from seatrial.capacity.looks import Looks, first_run
 from seatrial.capacity.probe import probe
 from seatrial.capacity.run import LEAD_SHARE, forecast
 from seatrial.capacity.search import Search
-from seatrial.load.bench import LevelOutcome
 from seatrial.load.goodput import is_good
+from seatrial.load.level import LevelOutcome
 from seatrial.load.records import RequestRecord
 from seatrial.load.window import judge_length, steady_window
 from seatrial.runs.summaries.bench import DeliveryStats, LevelSummary

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from seatrial.load.bench import LevelOutcome, NoProgress, measure_level, open_session
 from seatrial.load.client import Endpoint, new_http
 from seatrial.load.config import BenchConfig
+from seatrial.load.level import LevelOutcome, NoProgress, measure_level, open_session
 from seatrial.load.pools import Pool
 from seatrial.load.scheduler import LevelLoad
 from seatrial.load.share import Sending

@@ -38,7 +38,7 @@ def test_every_child_gets_nvlink_multicast_off(monkeypatch: pytest.MonkeyPatch) 
 
 
 #: pydantic too: options from the settings models come from their table (cli/fields.py)
-HEAVY = ("numpy", "aiohttp", "matplotlib", "jinja2", "scipy", "ml_dtypes", "torch", "ray", "seatrial.load.bench",
+HEAVY = ("numpy", "aiohttp", "matplotlib", "jinja2", "scipy", "ml_dtypes", "torch", "ray", "seatrial.load.bench", "seatrial.load.level",
          "asyncio", "rich", "seatrial.runs.levels", "seatrial.runs.summaries.bench", "pydantic")
 
 

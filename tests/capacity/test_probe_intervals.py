@@ -12,8 +12,8 @@ from statistics import NormalDist
 
 from seatrial.capacity.looks import MAX_LOOKS, Looks, first_run, judge, look_confidence
 from seatrial.capacity.probe import outcomes, probe
-from seatrial.load.bench import LevelOutcome
 from seatrial.load.goodput import goodput
+from seatrial.load.level import LevelOutcome
 from seatrial.load.records import RequestRecord
 from seatrial.runs.summaries.bench import DeliveryStats, LevelSummary
 from seatrial.stats.proportions import OPEN_TAU_PER_OTHER, wilson, z_two_sided

@@ -11,7 +11,7 @@ from tests.capacity.test_probe_intervals import SLO, records
 from seatrial.capacity.looks import BUDGET_RUNS, Looks, first_run
 from seatrial.capacity.probe import probe
 from seatrial.capacity.run import forecast
-from seatrial.load.bench import LevelOutcome
+from seatrial.load.level import LevelOutcome
 from seatrial.load.window import STEADY_MULTIPLE, held_in_flight, judge_length
 from seatrial.runs.summaries.bench import DeliveryStats, LevelSummary, LevelWindow, ServerView
 from seatrial.runs.summaries.capacity import Probe

@@ -87,8 +87,8 @@ def test_the_capacity_reported_is_the_brackets_lower_end_never_its_midpoint(mode
     highest load shown to meet, and the bracket's upper end beside it, from the search that found them."""
     from seatrial.capacity.config import CapacityConfig
     from seatrial.capacity.run import CapacityRun
-    from seatrial.load.bench import NoProgress
     from seatrial.load.config import BenchConfig
+    from seatrial.load.level import NoProgress
 
     s = Search(first=1.0, precision=0.05, integer=mode == "concurrency")
     run(s, capacity=13.3)

@@ -12,8 +12,8 @@ import aiohttp
 import pytest
 from tests.servers import synthetic_server
 
-from seatrial.load.bench import level_flags
 from seatrial.load.config import BenchConfig, WorkloadConfig
+from seatrial.load.level import level_flags
 from seatrial.load.tokenize import ServerTokenizer
 from seatrial.load.workloads import RequestSpec, build_specs
 from seatrial.testing.server import ThreadedServer

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from seatrial.capacity.looks import Looks, requests_to_meet
-from seatrial.load.bench import LevelOutcome
 from seatrial.load.goodput import SLO_METRICS, is_good
+from seatrial.load.level import LevelOutcome
 from seatrial.load.records import RequestRecord
 from seatrial.runs.summaries.base import Distribution
 from seatrial.runs.summaries.capacity import Probe, ProbeServer

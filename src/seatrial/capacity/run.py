@@ -19,8 +19,8 @@ from seatrial.capacity.limits import limit
 from seatrial.capacity.looks import Looks, first_run
 from seatrial.capacity.probe import probe
 from seatrial.capacity.search import Search
-from seatrial.load.bench import LevelOutcome, NoProgress, Progress, Session, loaded, measure_level
 from seatrial.load.config import BenchConfig
+from seatrial.load.level import LevelOutcome, NoProgress, Progress, Session, loaded, measure_level
 from seatrial.load.plancheck import check_plan
 from seatrial.load.pools import Pool
 from seatrial.load.scheduler import LevelLoad

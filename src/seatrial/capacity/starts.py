@@ -14,8 +14,8 @@ from seatrial.capacity.config import CapacityConfig
 from seatrial.capacity.replica import StartCapacity, replica_bound
 from seatrial.capacity.run import Log, run_capacity
 from seatrial.errors import EngineError, SeatrialError
-from seatrial.load.bench import Progress
 from seatrial.load.config import BenchConfig, start_seed
+from seatrial.load.level import Progress
 from seatrial.load.settings import BenchSettings
 from seatrial.runs.capacity import capacity_line
 from seatrial.runs.folder import RunFolder

@@ -40,8 +40,9 @@ from seatrial.experiment.plan import (
 from seatrial.experiment.sources import level_values, stall_reason
 from seatrial.interrupts import terminations_interrupt
 from seatrial.jsonio import read_json
-from seatrial.load.bench import open_receiver, run_bench
+from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig, ObserveConfig, start_seed
+from seatrial.load.level import open_receiver
 from seatrial.runs import RunFolder, write_redacted
 from seatrial.runs.summaries.experiment import ExperimentSummary
 from seatrial.server.engine import tracing_args, tracing_env

@@ -118,7 +118,7 @@ class LoadConfig(BaseModel):
     requests: int = _S("requests")
     warmup: int = _S("warmup")
     # the warm-up sent as the start of the measured level's own stream, not as a level of its own before it
-    # (an open loop at a rate always leads: load.bench.leads)
+    # (an open loop at a rate always leads: load.level.leads)
     warmup_leading: bool = False
     timeout_s: float = _S("timeout_s")
     stall_timeout_s: float = _S("stall_timeout_s")

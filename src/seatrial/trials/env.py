@@ -7,9 +7,9 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from seatrial.load.bench import LevelOutcome, NoProgress, Progress, Session, measure_level
 from seatrial.load.client import send
 from seatrial.load.config import BenchConfig, LoadConfig, ServerTarget, WorkloadConfig
+from seatrial.load.level import LevelOutcome, NoProgress, Progress, Session, measure_level
 from seatrial.load.pools import Pool
 from seatrial.load.records import RequestRecord
 from seatrial.load.scheduler import Delivery, LevelLoad, run_level

@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import Field
 
-from seatrial.load.bench import open_session
 from seatrial.load.config import BenchConfig, ServerTarget
+from seatrial.load.level import open_session
 from seatrial.load.workloads import RequestSpec
 from seatrial.runs.result import TrialResult
 from seatrial.stats import median_ci, min_samples

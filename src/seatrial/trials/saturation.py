@@ -12,8 +12,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from seatrial.load.bench import LevelOutcome
 from seatrial.load.config import WorkloadConfig
+from seatrial.load.level import LevelOutcome
 from seatrial.load.validity import MIN_IN_FLIGHT_SHARE
 from seatrial.runs.result import TrialResult
 from seatrial.stats import min_samples, percentile_ci
