@@ -4,6 +4,7 @@
 # Llama-3-8B block), 3 repeats each. The host has no fio: the bundle made here by fio-bundle.sh is carried as
 # .fio-bundle.tar.xz, and the wheels of pydantic, pydantic-core, annotated-types, typing-inspection, typing-extensions,
 # orjson, typer, rich, click, shellingham, markdown-it-py, mdurl and pygments in .whl/ (as h200-capacity does).
+# IO_RUNTIME, IO_SIZE_MIB, KV_CONC, IO_T1, IO_T2: a shorter call (defaults 10 s, 2048 MiB, 1,4,16,64, 280 s, 200 s).
 # IO_DIR: the folder whose filesystem is measured (default /tmp: say in the note which disk that is).
 set -uo pipefail
 export COLUMNS=200 PYTHONUNBUFFERED=1
@@ -34,11 +35,11 @@ json.dump(index, open(os.path.join(root, "model.safetensors.index.json"), "w"))
 print("checkpoint", root, n * shard, "bytes")
 PY
   sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || echo "(page cache not dropped: storage.load reads O_DIRECT anyway)"
-  timeout 280 python3 -m seatrial.cli.app io --trials storage --path "$IO_DIR/work" --checkpoint "$IO_DIR/ckpt" \
-      --runtime 10 --size-mib 2048 --jobs 8 --json "$OUT/io_storage.json" --out "$OUT/run-storage"
+  timeout ${IO_T1:-280} python3 -m seatrial.cli.app io --trials storage --path "$IO_DIR/work" --checkpoint "$IO_DIR/ckpt" \
+      --runtime ${IO_RUNTIME:-10} --size-mib ${IO_SIZE_MIB:-2048} --jobs 8 --json "$OUT/io_storage.json" --out "$OUT/run-storage"
   echo "exit code $?"
-  timeout 200 python3 -m seatrial.cli.app io --trials kv.disk --path "$IO_DIR/work" --kv-chunk-bytes 2097152 \
-      --kv-concurrency 1,4,16,64 --kv-chunks 512 --json "$OUT/io_kvdisk.json" --out "$OUT/run-kvdisk"
+  timeout ${IO_T2:-200} python3 -m seatrial.cli.app io --trials kv.disk --path "$IO_DIR/work" --kv-chunk-bytes 2097152 \
+      --kv-concurrency ${KV_CONC:-1,4,16,64} --kv-chunks 512 --json "$OUT/io_kvdisk.json" --out "$OUT/run-kvdisk"
   echo "exit code $?"
   rm -rf "$IO_DIR"
 } 2>&1 | tee "$OUT/io.txt"
