@@ -32,17 +32,17 @@ def bench(url: str, out: Path, **load: Any) -> tuple[dict[str, Any], list[dict[s
     return summary, read_jsonl(out / "requests.jsonl")
 
 
-def in_flight_at(rows: list[dict[str, Any]], t_ms: float, but: str) -> int:
-    """Requests (any phase) that were in flight at ``t_ms`` of the level, other than ``but``."""
-    return sum(
-        r["sent_ms"] < t_ms < r["sent_ms"] + (r["e2e_ms"] or 1e12) for r in rows if r["request_id"] != but
-    )
+def company_ms(rows: list[dict[str, Any]], last: dict[str, Any]) -> float:
+    """Request-milliseconds of other requests (any phase) in flight during ``last``'s life: what it ran beside."""
+    a, b = last["sent_ms"], last["sent_ms"] + last["e2e_ms"]
+    return sum(max(0.0, min(b, r["sent_ms"] + (r["e2e_ms"] or 1e12)) - max(a, r["sent_ms"]))
+               for r in rows if r["request_id"] != last["request_id"])  # fmt: skip
 
 
 def test_a_closed_loops_last_measured_requests_run_under_its_users(tmp_path: Path) -> None:
     # 4 users, 15 requests of ~8 x 10 ms: as the level ends its last measured requests have no measured
     # request left to follow them, so without the cool-down they finish on a draining server; with it the
-    # users that are done send cool-down requests, in flight until the last measured one ends
+    # users that are done send cool-down requests beside the last measured one
     with ThreadedServer(SyntheticConfig(itl_s=0.01)) as srv:
         summary, rows = bench(srv.url, tmp_path, concurrency=[4], requests=15)
     level = summary["levels"][0]
@@ -50,9 +50,10 @@ def test_a_closed_loops_last_measured_requests_run_under_its_users(tmp_path: Pat
     cooling = [r for r in rows if r["phase"] == "cooldown"]
     assert level["requests_ok"] == 15 and len(measured) == 15 and level["valid"], level["invalid_reasons"]
     assert 1 <= len(cooling) <= cooldown_count(LevelLoad(4), 15)
+    # (its time beside others, not a count at its last instant: a client loop late on a busy host may see the
+    # cool-down's answers after the last measured one, and then sends no more, as it should)
     last = max(measured, key=lambda r: r["sent_ms"] + r["e2e_ms"])
-    end = last["sent_ms"] + last["e2e_ms"] - 0.01
-    assert in_flight_at(rows, end, last["request_id"]) > in_flight_at(measured, end, last["request_id"]), cooling
+    assert company_ms(rows, last) > company_ms(measured, last), cooling
     # no cool-down request is sent once the measured requests are done; those sent finish, never measured
     assert all(r["error"] is None for r in cooling)
     assert level["output_tokens"] == 15 * 8
