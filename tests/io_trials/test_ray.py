@@ -73,10 +73,10 @@ def test_over_a_ray_cluster_nccl_needs_gpus_and_gloo_runs_the_same_path(ray_clus
              "algbw_gbps": r["allreduce_busbw_gbps"], "time_us": r["time_us"], "correct": True, "repeat": r["repeat"]}
             for r in row["runs"] for s in f["sizes"]]  # fmt: skip
     high = IoContext(IoConfig(trials=["net.nccl"], expect=parse_expect(["net.nccl.busbw_gbps=1000000"])))
-    failed = judge_rows(high, "ray", ranks, rows, [1 << 20, 2 << 20])
+    failed = judge_rows(high, "ray", ranks, rows)
     assert failed.verdict is Verdict.FAIL and "below the floor 800000 GB/s" in (failed.reason or "")
     rows[-1]["correct"] = False
-    wrong = judge_rows(IoContext(IoConfig(trials=["net.nccl"])), "ray", ranks, rows, [1 << 20, 2 << 20])
+    wrong = judge_rows(IoContext(IoConfig(trials=["net.nccl"])), "ray", ranks, rows)
     assert wrong.verdict is Verdict.FAIL and "wrong results across 2 ranks: all_gather at 2 MiB" in (wrong.reason or "")
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from seatrial.errors import ConfigError, ServerError
 from seatrial.io.context import IoContext
 from seatrial.io.judge import Limit, judge, unavailable
+from seatrial.io.nccl_rank import OPS, NcclRank  # its methods import torch, on the node
 from seatrial.io.nodes import Node
 from seatrial.runs.summaries.io import IoRow
 from seatrial.verdict import Verdict
@@ -53,7 +54,6 @@ def run_ranks(address: str, ranks: list[dict[str, Any]], backend: str, sizes: li
     ServerError when the ranks do not report within ``timeout_s`` (their actors are killed either way)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from seatrial.io.nccl_rank import NcclRank
     from seatrial.raycluster import connect_ray
 
     ray = connect_ray(address)
@@ -88,13 +88,13 @@ def _rank0(ray: Any, refs: list[Any], timeout_s: float) -> list[dict[str, Any]]:
     return list(rows or [])
 
 
-def _figures(rows: list[dict[str, Any]], sizes: list[int]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _figures(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Per repeat: the all-reduce busbw at the largest size; per op and size: the median busbw over repeats."""
     largest = max(r["size_bytes"] for r in rows)
     runs = [{"repeat": r["repeat"], "allreduce_busbw_gbps": r["busbw_gbps"], "time_us": r["time_us"]}
             for r in rows if r["op"] == "all_reduce" and r["size_bytes"] == largest]  # fmt: skip
     table = []
-    for op in ("all_reduce", "all_gather"):
+    for op in OPS:
         for size in sorted({r["size_bytes"] for r in rows if r["op"] == op}):
             at = [r for r in rows if r["op"] == op and r["size_bytes"] == size]
             table.append({"op": op, "size_bytes": size, "busbw_gbps": statistics.median(r["busbw_gbps"] for r in at),
@@ -120,14 +120,13 @@ def nccl_trial(ctx: IoContext, nodes: list[Node]) -> list[IoRow]:
         rows = run_ranks(cfg.ray, ranks, cfg.nccl_backend, sizes, cfg.repeats, cfg.nccl_timeout_s)
     except (ConfigError, ServerError) as exc:
         return [unavailable(where, "net.nccl", str(exc))]
-    return [judge_rows(ctx, where, ranks, rows, sizes)]
+    return [judge_rows(ctx, where, ranks, rows)]
 
 
-def judge_rows(ctx: IoContext, where: str, ranks: list[dict[str, Any]], rows: list[dict[str, Any]],
-               sizes: list[int]) -> IoRow:  # fmt: skip
+def judge_rows(ctx: IoContext, where: str, ranks: list[dict[str, Any]], rows: list[dict[str, Any]]) -> IoRow:
     """FAIL on any wrong result; else the largest all-reduce's median busbw against the stated floor."""
     cfg, expect = ctx.cfg, ctx.cfg.expect
-    runs, figures = _figures(rows, sizes)
+    runs, figures = _figures(rows)
     nodes = len({n["NodeID"] for n in ranks})
     figures |= {"backend": cfg.nccl_backend, "ranks": len(ranks), "nodes": nodes,
                 "allreduce_busbw_gbps": statistics.median(r["allreduce_busbw_gbps"] for r in runs)}  # fmt: skip
