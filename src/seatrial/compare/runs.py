@@ -30,9 +30,9 @@ from seatrial.compare.deployments import deployment_comparison
 from seatrial.errors import ConfigError
 from seatrial.experiment.checks import usable
 from seatrial.experiment.decide import blockers
-from seatrial.experiment.plan import lower_is_better
 from seatrial.experiment.sources import Run, load_runs, workload_differences
 from seatrial.experiment.values import effect, flat, per_start, pooled_n
+from seatrial.load.metric_table import lower_is_better
 from seatrial.runs.summaries.compare import CompareSummary
 from seatrial.stats.effects import Effect, statistic, within_run
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from seatrial.capacity.config import CapacityConfig
 from seatrial.errors import ConfigError, config_errors
+from seatrial.load.metric_table import LEVEL_METRICS, REQUEST_METRICS, lower_is_better
 from seatrial.load.settings import BenchSettings
 from seatrial.load.workloads import WORKLOADS
 from seatrial.server.serve import Serve
@@ -25,12 +26,11 @@ from seatrial.yamlfile import load_mapping
 
 #: Metrics a decision or a guardrail can name: a level's throughput (one value per start) or a
 #: request-level distribution (``ttft_ms.p99``, pooled over the starts' requests).
-THROUGHPUTS = ("output_tok_s", "total_tok_s", "request_s")
+THROUGHPUTS = LEVEL_METRICS
 CAPACITY = "capacity"  # the load a start carried within an SLO (seatrial capacity's search, per start)
 SEARCH_LEVEL = 0  # where a start's capacities are kept among its levels (no bench level has concurrency 0)
-DISTRIBUTIONS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "per_user_output_tok_s")
+DISTRIBUTIONS = REQUEST_METRICS
 STATS = ("mean", "p50", "p90", "p95", "p99")
-LOWER_IS_BETTER = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 
 
 class _Model(BaseModel):
@@ -45,10 +45,6 @@ def check_metric(name: str) -> str:
         return name
     known = [*THROUGHPUTS, CAPACITY, *(f"{d}.{s}" for d in DISTRIBUTIONS for s in STATS)]
     raise ValueError(f"unknown metric {name!r}; known: {', '.join(known)}")
-
-
-def lower_is_better(metric: str) -> bool:
-    return metric.partition(".")[0] in LOWER_IS_BETTER
 
 
 class Setting(_Model):

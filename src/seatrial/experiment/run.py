@@ -50,7 +50,7 @@ from seatrial.server.otlp import SpanReceiver, parse_listen
 from seatrial.server.process import ServerProcess, free_port
 
 Log = Callable[[str], None]
-LEVEL_METRICS = (*THROUGHPUTS, *(f"{d}.{s}" for d in DISTRIBUTIONS for s in ("p50", "p99")))
+SHOWN_STATS = (*THROUGHPUTS, *(f"{d}.{s}" for d in DISTRIBUTIONS for s in ("p50", "p99")))
 
 
 def spans_endpoint(plan: ExperimentPlan) -> str | None:
@@ -286,7 +286,7 @@ class Experiment:
                 {
                     "concurrency": c,
                     "valid_starts": len(v),
-                    "stats": level_stats(v, tuple(capacity_keys) if c == SEARCH_LEVEL else LEVEL_METRICS),
+                    "stats": level_stats(v, tuple(capacity_keys) if c == SEARCH_LEVEL else SHOWN_STATS),
                     "stalled_starts": [lv["start"] for lv in v if lv["stalled"]],
                 }
                 for c, v in sorted(valid.get(s["name"], {}).items())

@@ -10,11 +10,11 @@ from typing import Any
 
 from seatrial.errors import ConfigError, config_errors
 from seatrial.load.config import WorkloadConfig
+from seatrial.load.metric_table import METRICS, REQUEST_METRICS
 from seatrial.runs import read_jsonl
 from seatrial.runs.folder import read_run
 from seatrial.runs.summaries.accept import AcceptSummary
 
-REQUEST_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "per_user_output_tok_s")
 #: What makes two workloads the same measurement: every field of the workload's settings but its seed (a
 #: run's prompts are new each run by design), and the endpoint it is sent to. A field added to the settings
 #: is a key at once.
@@ -57,12 +57,12 @@ def level_values(folder: Path, level: dict[str, Any]) -> dict[str, list[Any]]:
             continue
         if index is None and r.get("concurrency") != concurrency:
             continue
-        for key in ("ttft_ms", "tpot_ms", "e2e_ms"):
-            if r.get(key) is not None:
-                out[key].append(float(r[key]))
-        out["itl_ms"].append([float(x) for x in r.get("itl_ms") or []])
-        if r.get("e2e_ms") and r.get("output_tokens"):
-            out["per_user_output_tok_s"].append(r["output_tokens"] / (r["e2e_ms"] / 1000))
+        for key in REQUEST_METRICS:
+            v = METRICS[key].value(r.get)
+            if METRICS[key].of == "gap":
+                out[key].append([float(x) for x in v])
+            elif v is not None:
+                out[key].append(float(v))
     return out
 
 

@@ -11,14 +11,14 @@ effect: requests that shared the server's queue are not independent, whichever c
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
+from seatrial.load.metric_table import METRICS, SLO_METRICS
 from seatrial.load.records import RequestRecord
 from seatrial.runs.summaries.bench import Goodput
 from seatrial.stats.proportions import data_batches, least_correlation, share_ci
-
-SLO_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms")
 
 
 def parse_slo(text: str | dict[str, float] | None) -> dict[str, float] | None:
@@ -56,7 +56,7 @@ def is_good(rec: RequestRecord, slo: dict[str, float]) -> bool:
     if not rec.ok:
         return False
     for name, bound in slo.items():
-        value = rec.tpot_ms if name == "tpot_ms" else getattr(rec, name)
+        value = METRICS[name].value(functools.partial(getattr, rec))
         if value is None:
             if name == "tpot_ms" and (rec.output_tokens or 0) < 2:
                 continue

@@ -1,4 +1,4 @@
-"""Per-level metrics, each a small declared unit (name, unit, direction) computed from records.
+"""Per-level metrics computed from records, each declared once in :mod:`seatrial.load.metric_table`.
 
 Definitions (also in docs/metrics.md):
 - TTFT: send to the first chunk that carries an output token (of any kind, reasoning included).
@@ -18,35 +18,22 @@ Definitions (also in docs/metrics.md):
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+import functools
+from typing import Any
 
 import numpy as np
 
+from seatrial.load.metric_table import DISTRIBUTIONS, METRICS, MetricDef
 from seatrial.load.records import RequestRecord
 from seatrial.stats import distribution
 
 
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    unit: str
-    direction: Literal["lower", "higher"]
-    values: Callable[[list[RequestRecord]], list[float]]
-
-
-def _present(values: list[float | None]) -> list[float]:
-    return [v for v in values if v is not None]
-
-
-DISTRIBUTIONS = (
-    Metric("ttft_ms", "ms", "lower", lambda rs: _present([r.ttft_ms for r in rs])),
-    Metric("ttfa_ms", "ms", "lower", lambda rs: _present([r.ttfa_ms for r in rs])),
-    Metric("tpot_ms", "ms", "lower", lambda rs: _present([r.tpot_ms for r in rs])),
-    Metric("itl_ms", "ms", "lower", lambda rs: [x for r in rs for x in r.itl_ms]),
-    Metric("e2e_ms", "ms", "lower", lambda rs: _present([r.e2e_ms for r in rs])),
-)
+def values(metric: MetricDef, records: list[RequestRecord]) -> list[float]:
+    """The records' values of ``metric`` (a gap metric's gaps, all together); records without one left out."""
+    got = [metric.value(functools.partial(getattr, r)) for r in records]
+    if metric.of == "gap":
+        return [x for gaps in got for x in gaps]
+    return [v for v in got if v is not None]
 
 
 def duration_s(records: list[RequestRecord]) -> float:
@@ -62,7 +49,7 @@ def throughput(records: list[RequestRecord]) -> dict[str, float | int | None]:
     dur = duration_s(records)
     out_tokens = sum(r.output_tokens or 0 for r in ok)
     in_tokens = sum(r.prompt_tokens or 0 for r in ok)
-    per_user = [(r.output_tokens or 0) / (r.e2e_ms / 1000) for r in ok if r.e2e_ms]
+    per_user = values(METRICS["per_user_output_tok_s"], ok)
     return {
         "requests_ok": len(ok),
         "requests_failed": len(records) - len(ok),
@@ -82,8 +69,8 @@ def level_metrics(records: list[RequestRecord]) -> dict[str, Any]:
     """Throughput figures plus ``{mean,p50,p90,p95,p99,max}`` of each latency, over ok records."""
     ok = [r for r in records if r.ok]
     out: dict[str, Any] = throughput(records)
-    for metric in DISTRIBUTIONS:
-        out[metric.name] = distribution(metric.values(ok))
+    for name in DISTRIBUTIONS:
+        out[name] = distribution(values(METRICS[name], ok))
     return out
 
 
