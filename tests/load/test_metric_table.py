@@ -12,8 +12,13 @@ from seatrial.experiment.plan import check_metric
 from seatrial.experiment.sources import level_values
 from seatrial.load.goodput import is_good, parse_slo
 from seatrial.load.metric_table import (
-    DISTRIBUTIONS, LEVEL_METRICS, METRICS, REQUEST_METRICS, SLO_METRICS, lower_is_better,
-)  # fmt: skip
+    DISTRIBUTIONS,
+    LEVEL_METRICS,
+    METRICS,
+    REQUEST_METRICS,
+    SLO_METRICS,
+    lower_is_better,
+)
 from seatrial.load.metrics import level_metrics
 from seatrial.load.records import RequestRecord
 from seatrial.stats import distribution
