@@ -10,7 +10,7 @@ service time and the TTFT seen by the client measured here first, at a load that
 Then ``--searches`` runs of ``seatrial capacity`` (default 20) and as many of a point-estimate search of
 one run per probe (what a serve_workload-style sweep or GuideLLM's goodput profile decide by: a probe
 passes when its attainment >= target), each to the same precision, the second driving ``seatrial bench
---rate R --goodput`` so both measure requests the same way. Printed: the true capacity, every search's
+--rate R --slo`` so both measure requests the same way. Printed: the true capacity, every search's
 answer against it, how often each answer overstates it, the median ratio, and the requests spent.
 Targets: seatrial's bound below the truth in >= 95% of searches, within 10% of it at the median.
 
@@ -91,7 +91,7 @@ def point_search(url: str, a: argparse.Namespace, requests: int, tmp: Path, k: i
     search, spent = Search(a.start, a.precision), 0
     while (rate := search.next_load()) is not None:
         s = run_json(["bench", *common(url, a), "--rate", f"{rate:g}", "--requests", str(requests),
-                      "--goodput", f"ttft_ms:{a.slo_ms:g}", "--max-error-rate", "1", "--allow-invalid"],
+                      "--slo", f"ttft_ms:{a.slo_ms:g}", "--max-error-rate", "1", "--allow-invalid"],
                      tmp / f"point-{k}-{rate:g}.json")  # fmt: skip
         g = s["levels"][0]["goodput"]
         spent += g["total"]

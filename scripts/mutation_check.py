@@ -52,6 +52,13 @@ MUTATIONS = (
         ("tests/experiment/test_decide.py",),
     ),
     Mutation(
+        "TTFT's direction flipped in the metric table",
+        "load/metric_table.py",
+        'MetricDef("ttft_ms", "ms", False,',
+        'MetricDef("ttft_ms", "ms", True,',
+        ("tests/load/test_metric_table.py",),
+    ),
+    Mutation(
         "compare never says REGRESSED",
         "compare/runs.py",
         '    if hi < -threshold:\n        return "REGRESSED"',

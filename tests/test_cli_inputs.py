@@ -71,9 +71,10 @@ def _bench(server: ThreadedServer, *extra: str) -> list[str]:
 @pytest.mark.parametrize(
     ("extra", "needle"),
     [
-        (["--goodput", "ttft_ms:nan"], "ttft_ms: the bound must be a positive, finite number of milliseconds, got 'nan'"),
-        (["--goodput", "tpot_ms:inf"], "tpot_ms: the bound must be a positive, finite number"),
+        (["--slo", "ttft_ms:nan"], "ttft_ms: the bound must be a positive, finite number of milliseconds, got 'nan'"),
+        (["--slo", "tpot_ms:inf"], "tpot_ms: the bound must be a positive, finite number"),
         (["--goodput", "ttft_ms:5000,ttft_ms:1"], "ttft_ms is bounded twice (5000 and 1)"),
+        (["--slo", "ttft_ms:1", "--goodput", "ttft_ms:2"], "give --slo or --goodput, not both"),
         (["--rate", "5", "--concurrency", "2"], "--concurrency sets closed-loop levels, --rate/--ramp-up an open loop"),
         (["--api-key-env", "SEATRIAL_TEST_UNSET_KEY"], "$SEATRIAL_TEST_UNSET_KEY is not set in the environment"),
         (["--api-key-env", "SEATRIAL_TEST_CRLF_KEY"], "$SEATRIAL_TEST_CRLF_KEY holds a control character"),
@@ -89,6 +90,19 @@ def test_bench_refuses_before_any_request(
     assert result.code == 2 and needle in result.output, result.output
     assert "sk-secret" not in result.output and not (tmp_path / "run").exists()
     assert _arrivals(server) == before  # no request went out
+
+
+def test_bench_takes_the_slo_by_capacity_s_spelling_and_its_old_one_with_a_notice(
+    server: ThreadedServer, tmp_path: Path
+) -> None:
+    """One spelling of an SLO in every command (issue 44 item 2): ``--slo``; ``--goodput`` still works."""
+    for flag in ("--slo", "--goodput"):
+        result = invoke(_bench(server, flag, "ttft_ms:5000",
+                               "--out", str(tmp_path / flag), "--json", str(tmp_path / f"{flag}.json")))  # fmt: skip
+        assert result.code == 0, result.output
+        assert ("--goodput is spelled --slo now" in result.output) is (flag == "--goodput"), result.output
+        level = json.loads((tmp_path / f"{flag}.json").read_text())["levels"][0]
+        assert level["goodput"]["slo"] == {"ttft_ms": 5000.0}
 
 
 @pytest.mark.parametrize(

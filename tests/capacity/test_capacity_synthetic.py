@@ -39,7 +39,7 @@ def server() -> Iterator[str]:
 
 def test_bench_goodput_counts_the_requests_that_met_every_bound(server: str, tmp_path: Path) -> None:
     r = invoke(["bench", "--url", server, "--input-len", "8", "--output-len", str(OUT), "--concurrency", "8",
-                "--requests", "40", "--warmup", "0", "--goodput", "ttft_ms:60,tpot_ms:50", "--max-lag-ms", "500",
+                "--requests", "40", "--warmup", "0", "--slo", "ttft_ms:60,tpot_ms:50", "--max-lag-ms", "500",
                 "--out", str(tmp_path / "run"), "--json", str(tmp_path / "b.json")])  # fmt: skip
     assert r.code == 0, r.output
     level = json.loads((tmp_path / "b.json").read_text())["levels"][0]

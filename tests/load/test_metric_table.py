@@ -70,6 +70,7 @@ def test_every_request_metric_is_an_experiment_metric_and_its_direction_comes_fr
     for name in LEVEL_METRICS:
         assert check_metric(name) == name and not lower_is_better(name)
     assert lower_is_better("ttfa_ms.p50") and not lower_is_better("per_user_output_tok_s.p50")
+    assert all(m.higher_is_better is (m.unit != "ms") for m in METRICS.values())  # times lower, rates higher
     with pytest.raises(ValueError, match="unknown metric"):
         check_metric("ttfa_ms.p42")
 

@@ -29,7 +29,8 @@ FIELDS_FILE = Path(__file__).with_name("fields.py")
 
 class Opt(NamedTuple):
     """One option: its flag(s), what the command line takes (a name of :data:`KINDS`), whether None is
-    allowed, whether it must be given, its default (lists joined by commas), its help."""
+    allowed, whether it must be given, its default (lists joined by commas), its help, and the old spellings
+    it still takes (each with a notice)."""
 
     flag: str
     kind: str
@@ -37,12 +38,21 @@ class Opt(NamedTuple):
     required: bool
     default: Any
     help: str
+    aliases: tuple[str, ...] = ()
+
+
+def _extra(field: FieldInfo) -> dict[str, Any]:
+    return field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
 
 
 def flag(name: str, field: FieldInfo) -> str:
     """The field's flag: its ``cli`` extra, else ``--`` and its name with dashes."""
-    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-    return str(extra.get("cli") or "--" + name.replace("_", "-"))
+    return str(_extra(field).get("cli") or "--" + name.replace("_", "-"))
+
+
+def aliases(field: FieldInfo) -> tuple[str, ...]:
+    """The field's old flags (its ``cli_aliases`` extra), still taken with a notice."""
+    return tuple(str(a) for a in _extra(field).get("cli_aliases") or ())
 
 
 def kind_of(annotation: Any) -> tuple[str, bool]:
@@ -63,7 +73,7 @@ def opt(name: str, field: FieldInfo) -> Opt:
     default = None if required else field.get_default(call_default_factory=True)
     if isinstance(default, list):
         default = ",".join(str(v) for v in default)
-    return Opt(flag(name, field), kind, optional, required, default, field.description or "")
+    return Opt(flag(name, field), kind, optional, required, default, field.description or "", aliases(field))
 
 
 def table(models: dict[str, type[BaseModel]]) -> dict[str, dict[str, Opt]]:

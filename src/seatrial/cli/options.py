@@ -45,6 +45,32 @@ def option(name: str, row: Opt, override: bool = False) -> inspect.Parameter:
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
+def alias_params(name: str, row: Opt) -> list[inspect.Parameter]:
+    """A hidden option for each old spelling of the field's flag (``name__0``, ...): see :func:`merge_aliases`."""
+    kind: Any = KINDS[row.kind] | None
+    return [
+        inspect.Parameter(f"{name}__{i}", inspect.Parameter.KEYWORD_ONLY, default=None,
+                          annotation=Annotated[kind, typer.Option(alias, hidden=True)])
+        for i, alias in enumerate(row.aliases)
+    ]  # fmt: skip
+
+
+def merge_aliases(kw: dict[str, Any], rows: dict[str, Opt]) -> dict[str, Any]:
+    """``kw`` with each old spelling's value moved to its field, with a notice; both spellings given is an
+    error (exit 2)."""
+    out = dict(kw)
+    for name, row in rows.items():
+        for i, alias in enumerate(row.aliases):
+            value = out.pop(f"{name}__{i}", None)
+            if value is None:
+                continue
+            if out.get(name) not in (None, row.default):
+                raise typer.BadParameter(f"give {row.flag} or {alias}, not both", param_hint=row.flag)
+            typer.echo(f"note: {alias} is spelled {row.flag} now (the old spelling still works)", err=True)
+            out[name] = value
+    return out
+
+
 def with_settings(
     command: Callable[..., Any], model: str, names: Iterable[str], override: bool = False
 ) -> Callable[..., Any]:
@@ -55,11 +81,13 @@ def with_settings(
         for p in inspect.signature(command, eval_str=True).parameters.values()
         if p.kind is not inspect.Parameter.VAR_KEYWORD
     ]
-    params = own + [option(n, FIELDS[model][n], override) for n in names]
+    rows = {n: FIELDS[model][n] for n in names}
+    params = own + [option(n, row, override) for n, row in rows.items()]
+    params += [p for n, row in rows.items() for p in alias_params(n, row)]
 
     @functools.wraps(command)
     def wrapper(**kw: Any) -> Any:
-        return command(**kw)
+        return command(**merge_aliases(kw, rows))
 
     wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in params}

@@ -170,6 +170,7 @@ class BenchSettings(ClientSettings):
         None,
         description="SLO of a good request, e.g. ttft_ms:2000,tpot_ms:50[,e2e_ms:N]: each level reports the "
         "share of requests meeting every bound with its interval, and goodput (vLLM's --goodput meaning)",
+        json_schema_extra={"cli": "--slo", "cli_aliases": ["--goodput"]},  # capacity's spelling
     )
     stamps: Stamps = Field(
         "kernel",
