@@ -21,6 +21,7 @@ MODELS = {
     "BenchSettings": "seatrial.load.settings",
     "ClientSettings": "seatrial.load.settings",
     "CapacityConfig": "seatrial.capacity.config",
+    "GuardFlags": "seatrial.guard.config",
 }
 #: what the command line takes, by the name the table stores
 KINDS: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool, "Path": Path}

@@ -10,6 +10,7 @@ import typer
 from typer.core import TyperGroup
 
 from seatrial.cli.common import console, emit_json, history_target, json_target, out
+from seatrial.cli.options import names_of, with_settings
 from seatrial.errors import GuardError, as_flag, config_errors
 
 if TYPE_CHECKING:
@@ -39,11 +40,15 @@ class _GuardGroup(TyperGroup):
 guard_app = typer.Typer(cls=_GuardGroup, add_completion=False, rich_markup_mode=None)
 
 
-def _config(values: dict[str, Any]) -> GuardConfig:
-    from seatrial.guard import GuardConfig
+def _config(settings: dict[str, Any], history: Path, meminfo: Path) -> GuardConfig:
+    """The watchdog's configuration from the command line's guard settings (ConfigError, exit 2, naming the
+    flag)."""
+    from seatrial.cli.options import settings_from
+    from seatrial.guard.config import GuardFlags
 
+    flags = settings_from(GuardFlags, settings)
     with config_errors(label=lambda loc: "--health-url" if loc == "health.url" else as_flag(loc)):
-        return GuardConfig.model_validate(values)
+        return flags.config(history, meminfo)
 
 
 def _echo(line: dict[str, Any]) -> None:
@@ -58,60 +63,22 @@ def _echo(line: dict[str, Any]) -> None:
     console.print(text, highlight=False, markup=False)
 
 
-@guard_app.callback(invoke_without_command=True)
 def guard(
     ctx: typer.Context,
-    min_available_gib: float = typer.Option(12.0, help="MemAvailable protection line (GiB)."),
-    max_swap_growth_gib: float = typer.Option(2.0, help="Kill when swap used grows this much (GiB)."),
-    poll_ms: int = typer.Option(200, help="Memory poll interval (ms)."),
-    restart_budget: int = typer.Option(2, help="Automatic restarts allowed per window."),
-    restart_window: str = typer.Option("6h", help="Budget window (e.g. 6h, 30m)."),
-    restart_margin_gib: float = typer.Option(2.0, help="Restart only above line + margin (GiB)."),
-    backoff: str = typer.Option("5s", help="First backoff before a restart; doubles per failure."),
-    recovery_timeout: str = typer.Option("10m", help="Give up if memory is not back by then."),
     history: Path = typer.Option(_DEFAULT_HISTORY, parser=history_target, help="JSON-lines history file."),
-    health_url: str | None = typer.Option(None, help="Health probe URL (2xx = healthy)."),
-    health_interval_ms: int = typer.Option(2000, help="Health probe interval (ms)."),
-    unhealthy_after: str = typer.Option("60s", help="Unhealthy this long counts as a failure."),
-    health_grace: str = typer.Option("15m", help="Start-up time before failed probes count."),
-    oom_score_adj: int = typer.Option(1000, help="oom_score_adj of the guarded server."),
-    stop_grace: str = typer.Option("30s", help="SIGTERM grace for planned restarts and stops."),
     container: str | None = typer.Option(None, help="Guard this running container (docker CLI)."),
     checkpoint: Path | None = typer.Option(None, help="Model directory for the plan check."),
     force: bool = typer.Option(False, help="Launch even when the plan predicts a crossing."),
     meminfo: Path = typer.Option(Path("/proc/meminfo"), hidden=True),
     json_path: Path | None = typer.Option(None, "--json", parser=json_target, help="Write the summary as JSON."),
+    **settings: Any,
 ) -> None:
     """Launch a server so that memory pressure kills the server, not the host."""
     if ctx.invoked_subcommand is not None:
         return
-    from seatrial.guard import default_predictor, parse_duration_s, run_guard
+    from seatrial.guard import default_predictor, run_guard
 
-    health = None
-    if health_url is not None:
-        health = {
-            "url": health_url,
-            "interval_ms": health_interval_ms,
-            "unhealthy_after_s": parse_duration_s(unhealthy_after, "--unhealthy-after"),
-            "grace_s": parse_duration_s(health_grace, "--health-grace"),
-        }
-    config = _config(
-        {
-            "min_available_gib": min_available_gib,
-            "max_swap_growth_gib": max_swap_growth_gib,
-            "poll_ms": poll_ms,
-            "oom_score_adj": oom_score_adj,
-            "restart_budget": restart_budget,
-            "restart_window_s": parse_duration_s(restart_window, "--restart-window"),
-            "restart_margin_gib": restart_margin_gib,
-            "backoff_s": parse_duration_s(backoff, "--backoff"),
-            "recovery_timeout_s": parse_duration_s(recovery_timeout, "--recovery-timeout"),
-            "stop_grace_s": parse_duration_s(stop_grace, "--stop-grace"),
-            "history": history,
-            "health": health,
-            "meminfo_path": meminfo,
-        }
-    )
+    config = _config(settings, history, meminfo)
     command = ctx.meta.get("guard_command") or ctx.args or None
     outcome = run_guard(config, command, container, checkpoint, force, default_predictor(), _echo)
     payload = {**asdict(outcome), "history": str(outcome.history)}
@@ -142,6 +109,9 @@ def restart(
     target = event["target"]
     console.print(f"planned restart done at {event['time']}", highlight=False)
     out.print(f"restarted {target.get('container') or target.get('pid')}: {event['reason']}", highlight=False)
+
+
+guard_app.callback(invoke_without_command=True)(with_settings(guard, "GuardFlags", names_of("GuardFlags")))
 
 
 def register(app: typer.Typer) -> None:

@@ -95,7 +95,9 @@ def with_settings(
 
 
 def settings_from(model: type[M], values: dict[str, Any]) -> M:
-    """``model`` from the command line's values (unset ones, None, keep the model's default)."""
+    """``model`` from the command line's values (unset ones, None, keep the model's default); a bad value is
+    one ConfigError naming its flag."""
     given = {k: v for k, v in values.items() if v is not None}
-    with config_errors():
+    rows = FIELDS.get(model.__name__, {})
+    with config_errors(label=lambda loc: rows[loc].flag.split("/")[0] if loc in rows else loc):
         return model.model_validate(given)

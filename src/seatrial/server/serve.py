@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from seatrial.errors import ConfigError
+from seatrial.guard.config import GuardFlags
 from seatrial.server.process import ServerProcess
 
 
@@ -17,24 +18,12 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class GuardSettings(_Model):
-    """``seatrial guard`` around every start (its flags, by their names). The experiment's stops are
+class GuardSettings(GuardFlags):
+    """``seatrial guard`` around every start: its flags, by their names (:class:`GuardFlags`). The stops are
     planned (SIGTERM, recorded as ``stop``) and never spend the restart budget; a start that crashes is
     a failed start, which the experiment itself tries again, so the guard restarts nothing by default."""
 
-    min_available_gib: float = Field(12.0, ge=0)
-    max_swap_growth_gib: float = Field(2.0, gt=0)
-    poll_ms: int = Field(200, gt=0)
-    restart_budget: int = Field(0, ge=0)
-    restart_window: str = "6h"
-    oom_score_adj: int = Field(1000, ge=-1000, le=1000)
-    stop_grace: str = "30s"
-
-    def flags(self) -> list[str]:
-        out: list[str] = []
-        for key, value in self.model_dump().items():
-            out += [f"--{key.replace('_', '-')}", str(value)]
-        return out
+    restart_budget: int = Field(0, ge=0, description="Automatic restarts allowed per window.")
 
 
 class Serve(_Model):
