@@ -20,7 +20,7 @@ from typing import Any
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
 from seatrial.report.html import write_report
-from seatrial.runs import RunFolder, judge_run, read_jsonl, record, write_redacted
+from seatrial.runs import RunFolder, judge_run, read_jsonl
 from seatrial.server.engine import SERVE_NICE, EngineSpec, LocalEngine, make_tiny_model
 
 KV_CACHE_GIB = 1.0  # VLLM_CPU_KVCACHE_SPACE for the demo engine, and the plan's --kv-cache-gib
@@ -34,6 +34,12 @@ class DemoContext:
     url: str = ""
     log: Callable[[str], None] = print
     results: dict[str, Any] = field(default_factory=dict)
+    folder: RunFolder | None = None  # the demo's run folder, open from its first step
+
+    def write(self, name: str, content: Any) -> None:
+        """A step's file in the demo's run folder (redacted, as every run-folder file)."""
+        assert self.folder is not None, "the demo's run folder is not open"
+        self.folder.write_file(name, content)
 
 
 Step = Callable[[DemoContext], dict[str, Any]]
@@ -43,7 +49,7 @@ def step_audit(ctx: DemoContext) -> dict[str, Any]:
     from seatrial.checkpoint import audit
 
     report = audit(ctx.model_dir).model_dump(mode="json")
-    write_redacted(ctx.out / "audit.json", report)
+    ctx.write("audit.json", report)
     ctx.log(f"   {report['total_bytes']:,} bytes, {report['total_params']:,} parameters")
     return {"audit": {k: report[k] for k in ("total_bytes", "total_params", "by_dtype", "findings")}}
 
@@ -59,7 +65,7 @@ def step_plan(ctx: DemoContext) -> dict[str, Any]:
         kv_cache_gib=KV_CACHE_GIB,
         host_reserve_gib=GUARD_LINE_GIB,
     )
-    write_redacted(ctx.out / "plan.json", result)
+    ctx.write("plan.json", result)
     ctx.log(
         f"   fits={result.fits}; plan: KV cache {result.kv_cache_tokens:,} tokens, "
         f"max concurrency {result.max_concurrency:.2f}x at 4,096 tokens"
@@ -84,7 +90,7 @@ def step_convert(ctx: DemoContext) -> dict[str, Any]:
         ConvertOptions(src=ctx.model_dir, dst=dst, embedding_pattern=r"model\.embed_tokens\.weight")
     )
     after = audit(dst)
-    write_redacted(ctx.out / "convert.json", result)
+    ctx.write("convert.json", result)
     embed = next(c for c in after.components if c.name == "embed_tokens")
     ctx.log(
         f"   total_size {result.total_size_before:,} -> {result.total_size_after:,}; embed_tokens now {embed.formats}"
@@ -127,7 +133,7 @@ def step_hw(ctx: DemoContext) -> dict[str, Any]:
     from seatrial.hw import HwConfig, run_hw
 
     sheet = run_hw(HwConfig(duration_s=5.0)).report.to_json()
-    write_redacted(ctx.out / "hw.json", sheet)
+    ctx.write("hw.json", sheet)
     return {"hw": sheet}
 
 
@@ -322,9 +328,9 @@ def run_demo(
     """Offline steps on a tiny checkpoint, then vLLM-CPU under the guard for the server steps, then the
     steps that start servers of their own (the experiment) once it is stopped."""
     offline, online, after = steps or (OFFLINE_STEPS, SERVER_STEPS, AFTER_STEPS)
-    out.mkdir(parents=True, exist_ok=True)
+    folder = RunFolder(out, "demo", {"out": str(out)}, requests=False)
     ctx = DemoContext(
-        out=out, model_dir=make_tiny_model(out / "tiny-model", max_len=4096, weights=True), log=log
+        out=out, model_dir=make_tiny_model(out / "tiny-model", max_len=4096, weights=True), log=log, folder=folder
     )
     summary: dict[str, Any] = {"steps": []}
     _run_steps(ctx, offline, summary)
@@ -344,6 +350,6 @@ def run_demo(
         _run_steps(ctx, online, summary)
     summary["guard"] = {"history": read_jsonl(out / "guard-history.jsonl")}
     _run_steps(ctx, after, summary)
-    record(out, "demo", {"out": str(out)}, summary)
+    folder.write_summary(summary)
     write_report(out)
     return summary

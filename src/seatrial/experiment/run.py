@@ -43,7 +43,7 @@ from seatrial.jsonio import read_json
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig, ObserveConfig, start_seed
 from seatrial.load.level import open_receiver
-from seatrial.runs import RunFolder, write_redacted
+from seatrial.runs import RunFolder
 from seatrial.runs.summaries.experiment import ExperimentSummary
 from seatrial.server.engine import tracing_args, tracing_env
 from seatrial.server.otlp import SpanReceiver, parse_listen
@@ -87,7 +87,7 @@ class Experiment:
         if self.out.exists() and any(self.out.iterdir()):
             raise ConfigError(f"--out {self.out} exists and is not empty; pass --resume to continue it")
         config = {"plan": self.plan.model_dump(mode="json"), "plan_sha256": self.plan.fingerprint()}
-        RunFolder(self.out, "experiment", config, requests=False).close()
+        self.folder = RunFolder(self.out, "experiment", config, requests=False)
         settings = [
             {"name": s.name, "args": s.args, "env": s.env, "role": "baseline" if s is self.plan.baseline else "treatment",
              "aa_control": self.diffs.get(s.name) == [], "differences": self.diffs.get(s.name, []), "starts": []}
@@ -120,6 +120,7 @@ class Experiment:
             summary["conditions"] = summary.get("conditions") or self.conditions
         for s in summary["settings"]:
             s["starts"] = [st for st in s["starts"] if st.get("done")]
+        self.folder = RunFolder.existing(self.out)
         return dict(summary)
 
     def setting(self, name: str) -> dict[str, Any]:
@@ -304,7 +305,7 @@ class Experiment:
             if s["starts"] and not any(st.get("ok") for st in s["starts"])
         ]
         summary = ExperimentSummary.model_validate(self.summary)
-        write_redacted(self.out / "summary.json", summary)
+        self.folder.write_summary(summary)
         return summary
 
 

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 from seatrial.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from seatrial.runs.folder import RunFolder, environment, read_jsonl, record, write_redacted
+    from seatrial.runs.folder import RunFolder, environment, read_jsonl, record
     from seatrial.runs.redact import REDACTED, redact, secret_name
     from seatrial.runs.result import TrialResult
     from seatrial.runs.verdicts import counts_line, judge_run
 
 _WHERE = {
-    "RunFolder": "folder", "environment": "folder", "read_jsonl": "folder", "record": "folder", "write_redacted": "folder",
+    "RunFolder": "folder", "environment": "folder", "read_jsonl": "folder", "record": "folder",
     "REDACTED": "redact", "redact": "redact", "secret_name": "redact",
     "TrialResult": "result",
     "counts_line": "verdicts", "judge_run": "verdicts",
@@ -35,7 +35,6 @@ __all__ = [
     "record",
     "redact",
     "secret_name",
-    "write_redacted",
 ]
 
 

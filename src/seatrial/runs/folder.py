@@ -130,6 +130,16 @@ class RunFolder:
         self._requests = _LineWriter(path / "requests.jsonl") if requests else None
         self._metrics = _LineWriter(path / "server_metrics.jsonl") if requests else None
 
+    @classmethod
+    def existing(cls, path: Path) -> RunFolder:
+        """A run folder this command wrote before (``experiment --resume``), opened to write its summary and
+        files again; its run.json is kept as it is. ConfigError where it holds no run."""
+        if not (path / "run.json").is_file():
+            raise ConfigError(f"{path}: holds no run (no run.json)")
+        folder = cls.__new__(cls)
+        folder.path, folder._requests, folder._metrics = path, None, None
+        return folder
+
     def __enter__(self) -> RunFolder:
         return self
 

@@ -1,0 +1,42 @@
+"""The run folder is the one writer of a run's files (issue 44 item 3): a new run refuses a folder that
+holds one, files are redacted, and a run opened again (``experiment --resume``) rewrites its summary and
+keeps its run.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from seatrial.errors import ConfigError
+from seatrial.runs import RunFolder, read_jsonl, record
+
+
+def test_a_run_folder_writes_each_file_once_and_redacted(tmp_path: Path) -> None:
+    """A server's error that echoes the credential, a file beside the contract's: neither keeps it."""
+    with RunFolder(tmp_path / "run", "bench", {"api_key": "sk-live-0123456789abcdef"}) as folder:
+        folder.add_request({"request_id": "r0", "error": "401: Bearer sk-live-0123456789abcdef refused"})
+        folder.write_summary({"levels": []})
+        folder.write_file("table.txt", "header Authorization: Bearer sk-live-0123456789abcdef\n")
+    rows = read_jsonl(tmp_path / "run" / "requests.jsonl")
+    assert len(rows) == 1 and "sk-live" not in rows[0]["error"]
+    assert "sk-live" not in (tmp_path / "run" / "table.txt").read_text()
+    run = (tmp_path / "run" / "run.json").read_text()
+    assert json.loads(run)["command"] == "bench" and "sk-live" not in run
+    with pytest.raises(ConfigError, match="already holds a run"):
+        RunFolder(tmp_path / "run", "bench", {})
+
+
+def test_a_run_opened_again_rewrites_its_summary_and_keeps_its_run_json(tmp_path: Path) -> None:
+    record(tmp_path / "run", "doctor", {"first": True}, {"passed": False})
+    before = (tmp_path / "run" / "run.json").read_bytes()
+    again = RunFolder.existing(tmp_path / "run")
+    again.write_summary({"passed": True})
+    again.close()
+    assert json.loads((tmp_path / "run" / "summary.json").read_text()) == {"passed": True}
+    assert (tmp_path / "run" / "run.json").read_bytes() == before
+    with pytest.raises(AssertionError):
+        again.add_request({"request_id": "r0"})  # a run opened again appends no requests
+    with pytest.raises(ConfigError, match="holds no run"):
+        RunFolder.existing(tmp_path)
