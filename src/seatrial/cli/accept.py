@@ -15,11 +15,12 @@ from seatrial.cli.common import (
     out,
     out_folder,
     parse_name_list,
+    partial_on_interrupt,
     verdict_exit,
 )
 from seatrial.cli.options import settings_from, with_settings
 from seatrial.cli.progress import LiveProgress, verdict_sheet
-from seatrial.errors import ConfigError, RunInterrupted
+from seatrial.errors import ConfigError
 
 if TYPE_CHECKING:
     from seatrial.runs.summaries.bench import PlanCheck
@@ -51,26 +52,22 @@ def accept(
     from seatrial.trials import run_accept
 
     chosen = settings_from(BenchSettings, settings)
-    try:
-        with LiveProgress() as progress:
-            summary = run_accept(
-                url,
-                model=chosen.model,
-                tokenizer=chosen.tokenizer,
-                api_key_env=chosen.api_key_env,
-                profile=profile,
-                trials=parse_name_list(trials) or None,
-                scale="small" if scale == "small" else "full",
-                out_dir=out_dir,
-                progress=progress,
-                require=parse_name_list(require),
-                seed=chosen.seed,
-                clients=ClientSettings(workers=chosen.workers, ray=chosen.ray, clients=chosen.clients),
-                observe={k: getattr(chosen, k) for k in ObserveConfig.model_fields},
-            )
-    except KeyboardInterrupt:
-        where = f"; partial run folder: {out_dir}" if out_dir else ""
-        raise RunInterrupted(f"interrupted{where}") from None
+    with partial_on_interrupt(out_dir, None), LiveProgress() as progress:
+        summary = run_accept(
+            url,
+            model=chosen.model,
+            tokenizer=chosen.tokenizer,
+            api_key_env=chosen.api_key_env,
+            profile=profile,
+            trials=parse_name_list(trials) or None,
+            scale="small" if scale == "small" else "full",
+            out_dir=out_dir,
+            progress=progress,
+            require=parse_name_list(require),
+            seed=chosen.seed,
+            clients=ClientSettings(workers=chosen.workers, ray=chosen.ray, clients=chosen.clients),
+            observe={k: getattr(chosen, k) for k in ObserveConfig.model_fields},
+        )
     check = show(summary, out_dir)
     emit_json(json_path, summary)
     if check is not None and check.verdict == "FAIL":
