@@ -81,17 +81,17 @@ MUTATIONS = (
     ),
     Mutation(
         "GPU telemetry at half its rate",
-        "hw/loadwatch.py",
+        "load/gpu_telemetry.py",
         "HZ = 10.0",
         "HZ = 5.0",
-        ("tests/hw/test_loadwatch.py::test_the_watch_samples_each_gpu_at_10_hz_through_nvml",),
+        ("tests/load/test_gpu_telemetry.py::test_the_watch_samples_each_gpu_at_10_hz_through_nvml",),
     ),
     Mutation(
         "GPU telemetry sampler waits twice its interval",
         "hw/telemetry.py",
         "k = max(k + 1, int(now_s / self._interval_s) + 1)",
         "k = max(k + 2, int(now_s / self._interval_s) + 2)",
-        ("tests/hw/test_loadwatch.py::test_the_watch_samples_each_gpu_at_10_hz_through_nvml",),
+        ("tests/load/test_gpu_telemetry.py::test_the_watch_samples_each_gpu_at_10_hz_through_nvml",),
     ),
     Mutation(
         "a FIN's reset not waited for (a request llama-server never read counted as dropped)",

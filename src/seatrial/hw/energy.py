@@ -1,4 +1,4 @@
-"""A level's GPU samples summarized (seatrial.hw.loadwatch): energy from each GPU's counter
+"""A level's GPU samples summarized (seatrial.load.gpu_telemetry): energy from each GPU's counter
 (``nvmlDeviceGetTotalEnergyConsumption``, mJ, between the first and the last sample) beside the integral
 of its sampled power over the same span (trapezoids), per output token; power per GPU; the share of
 samples whose clock-event reasons include a slowdown (:func:`seatrial.hw.telemetry.abnormal_clock_events`).

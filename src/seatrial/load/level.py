@@ -17,12 +17,12 @@ import aiohttp
 import numpy as np
 
 from seatrial.errors import ServerError
-from seatrial.hw.loadwatch import LevelWatch
 from seatrial.load.client import Endpoint, new_http
 from seatrial.load.config import BenchConfig, ObserveConfig
 from seatrial.load.conversation import make_sender
 from seatrial.load.distributed import Merge, split, start_times
 from seatrial.load.goodput import goodput
+from seatrial.load.gpu_telemetry import LevelWatch
 from seatrial.load.looplag import LoopLag
 from seatrial.load.metrics import client_timing, duration_s, level_metrics
 from seatrial.load.models import listed_models

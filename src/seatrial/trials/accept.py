@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from seatrial.errors import ConfigError, ServerError, ServerRefused, config_errors
-from seatrial.hw.loadwatch import LevelWatch
 from seatrial.load.client import new_http
 from seatrial.load.config import BenchConfig, ObserveConfig, ServerTarget
+from seatrial.load.gpu_telemetry import LevelWatch
 from seatrial.load.level import NoProgress, Progress, open_receiver, open_session
 from seatrial.load.plancheck import check_plan
 from seatrial.load.pools import make_pool

@@ -11,16 +11,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.hw.fake_nvml import FakeNvmlLib
 from tests.ray_cluster import RayCluster
 
 from seatrial.hw.energy import counter_j, integral_j, summarize
-from seatrial.hw.loadwatch import LevelWatch, NodeGpus
 from seatrial.hw.nvml import Nvml
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
+from seatrial.load.gpu_telemetry import LevelWatch, NodeGpus
 from seatrial.testing.server import SyntheticConfig, ThreadedServer
-
-from .fake_nvml import FakeNvmlLib
 
 
 def samples(n: int, watts: list[float], mask: list[int]) -> list[dict[str, Any]]:
