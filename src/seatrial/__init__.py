@@ -14,7 +14,7 @@ from seatrial.errors import (
     SeatrialError,
     ServerError,
 )
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 __version__ = "0.1.0"
 

@@ -11,7 +11,7 @@ import torch
 from seatrial.hw.burn import burn_one, run_burn
 from seatrial.hw.burn_judge import judge_burn, summarize_samples
 from seatrial.hw.telemetry import abnormal_clock_events, decode_clock_events
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 
 def test_clock_event_bits_decode_one_by_one() -> None:

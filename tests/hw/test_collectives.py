@@ -14,7 +14,7 @@ from seatrial.hw.collectives_judge import judge_collectives, unavailable_collect
 from seatrial.hw.gpu_trials import COLLECTIVE_MIN_BYTES
 from seatrial.hw.models import HwConfig
 from seatrial.runs.hwsheet import trial_summary
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 
 def test_nccl_tests_bus_bandwidth_factors() -> None:

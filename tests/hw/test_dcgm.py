@@ -11,7 +11,7 @@ import pytest
 
 from seatrial.hw import dcgm
 from seatrial.hw.dcgm import parse_dcgm, run_dcgm
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 DCGM3 = {
     "DCGM GPU Diagnostic": {

@@ -12,7 +12,7 @@ from seatrial.hw.gpu_trials import _burn, _collectives, _precision
 from seatrial.hw.models import HwConfig
 from seatrial.hw.nvml import Nvml
 from seatrial.hw.runner import run_trials
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 from .fake_nvml import FakeNvmlLib
 

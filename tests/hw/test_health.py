@@ -12,7 +12,7 @@ from seatrial.hw.health import read_health
 from seatrial.hw.health_judge import judge_health
 from seatrial.hw.nvml import Nvml, Unavailable, read
 from seatrial.hw.xid import XidWatcher
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 from .fake_nvml import FakeNvmlLib, NVMLError_NoPermission, NVMLError_NotSupported
 

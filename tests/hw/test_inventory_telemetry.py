@@ -7,7 +7,7 @@ import time
 from seatrial.hw.inventory import judge_inventory, read_gpu_info, read_versions
 from seatrial.hw.nvml import Nvml
 from seatrial.hw.telemetry import TelemetrySampler, sample_once
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 from .fake_nvml import FakeNvmlLib, NVMLError_NoPermission, NVMLError_NotSupported
 

@@ -12,7 +12,7 @@ from seatrial.hw.matmul import E2M1_VALUES, Operands, _nvfp4_operand, quantize_f
 from seatrial.hw.precision import REL_TOLERANCE, run_precision
 from seatrial.hw.precision_judge import judge_precision
 from seatrial.hw.profiling import kernel_names, path_kernels
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 CPU = torch.device("cpu")
 

@@ -17,7 +17,7 @@ from seatrial.hw.nvml import Nvml
 from seatrial.hw.registry import HW_TRIALS, HwTrial, Runner
 from seatrial.runs.hwsheet import SUMMARIES, sheet_table
 from seatrial.runs.result import TrialResult
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 from .fake_nvml import FakeNvmlLib
 

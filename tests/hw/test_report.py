@@ -10,7 +10,7 @@ from seatrial.cli.progress import table_text
 from seatrial.hw import HwReport
 from seatrial.report.sections.hw import render_sheet
 from seatrial.runs import TrialResult
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 EVIDENCE = Path(__file__).parents[2] / "evidence" / "h200" / "hw_h200.json"
 

@@ -20,7 +20,7 @@ from seatrial.hw.models import TRIAL_NAMES
 from seatrial.hw.nvml import Nvml
 from seatrial.runs import judge_run
 from seatrial.runs.summaries.hw import HwSummary
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 from .fake_nvml import FakeNvmlLib
 

@@ -14,7 +14,7 @@ from seatrial.hw.inventory import judge_inventory
 from seatrial.hw.topology import TopologyError, describe, gpu_pairs, parse_topology, read_topology
 from seatrial.runs.hwsheet import trial_summary
 from seatrial.runs.summaries.hw import GpuInfo
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 TOPO = Path(__file__).parent / "data" / "topo"
 

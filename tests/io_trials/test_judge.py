@@ -16,7 +16,7 @@ from seatrial.io.models import IoConfig, parse_expect
 from seatrial.io.net import pairs_of
 from seatrial.io.nodes import parse_node
 from seatrial.io.runner import scratch_parent
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 
 def _runs(*values: float) -> list[dict[str, float]]:

@@ -18,7 +18,7 @@ from seatrial.io.context import IoContext
 from seatrial.io.models import IoConfig, parse_expect
 from seatrial.io.nccl import SINGLE_NODE, judge_rows, nccl_trial, rank_nodes
 from seatrial.io.nodes import parse_node
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 
 def _node(node_id: str, gpus: int) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from seatrial.runs.verdicts import Verdict
 from seatrial.trials.kv_tier import against_baseline, judge, size_sessions
-from seatrial.verdict import Verdict
 
 
 def test_plan_sizes_the_working_set_above_capacity() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from seatrial.runs.verdicts import Verdict
 from seatrial.trials.mixed_rules import MixedConfig, Round, crossover, order_of, verdict
-from seatrial.verdict import Verdict
 
 CFG = MixedConfig(max_degradation_pct=50, min_direction_consistency=0.75, order_delta_limit_pct=10)
 

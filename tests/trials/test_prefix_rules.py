@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from seatrial.runs.verdicts import Verdict
 from seatrial.stats import Estimate, median_ci
 from seatrial.trials.prefix_rules import Counters, cached_tokens, expected_hit_rate, functional, performance
-from seatrial.verdict import Verdict
 
 
 def counters(hits: float | None, queries: float | None = 10_000, cold: float | None = 0.0) -> Counters:

@@ -14,13 +14,13 @@ from pydantic import Field
 from seatrial.errors import ConfigError
 from seatrial.report.sections.trials import PLOTS
 from seatrial.runs.result import TrialResult
+from seatrial.runs.verdicts import Verdict
 from seatrial.testing.server import SyntheticConfig, ThreadedServer
 from seatrial.trials import TRIAL_NAMES, run_accept
 from seatrial.trials.configs import TrialConfig
 from seatrial.trials.env import TrialEnv
 from seatrial.trials.profile import default_profile_text, load_profile, trials_model
 from seatrial.trials.registry import TRIALS, AcceptTrial
-from seatrial.verdict import Verdict
 
 
 def test_names_profile_and_plots_derive_from_the_registry() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from seatrial.runs.verdicts import Verdict
 from seatrial.trials.configs import Slo
 from seatrial.trials.saturation import ladder, verdict
 from seatrial.trials.saturation_rules import SaturationConfig, Step, classify, max_executable, max_slo
-from seatrial.verdict import Verdict
 
 CFG = SaturationConfig()
 SLO = Slo(ttft_ms=2000, percentile=99)

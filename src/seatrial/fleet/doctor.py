@@ -24,8 +24,7 @@ from seatrial.fleet.verify import differences, printable
 from seatrial.runs.redact import env_digests
 from seatrial.runs.result import TrialResult
 from seatrial.runs.summaries.fleet import DoctorSummary
-from seatrial.runs.verdicts import judge_run
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict, judge_run
 
 DEFAULT_PREFIXES = ("NCCL_", "VLLM_", "CUDA_", "GLOO_", "TORCH_", "UCX_")
 PACKAGES = ("vllm", "torch", "transformers", "flashinfer-python", "nvidia-nccl-cu12", "nvidia-nccl-cu13")

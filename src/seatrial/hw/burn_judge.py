@@ -12,7 +12,7 @@ from typing import Any
 
 from seatrial.hw.telemetry import abnormal_clock_events, decode_clock_events
 from seatrial.runs.result import TrialResult, because
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 
 def summarize_samples(samples: list[dict[str, Any]]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from seatrial.runs.result import TrialResult, because
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 
 def at_largest(rows: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, Any]]]:

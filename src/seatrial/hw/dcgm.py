@@ -14,7 +14,7 @@ import subprocess
 from typing import Any
 
 from seatrial.runs.result import TrialResult, because
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 DCGM_TIMEOUT_S = 3600
 STATUS_VERDICTS = {

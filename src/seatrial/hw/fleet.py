@@ -25,7 +25,7 @@ from seatrial.errors import ConfigError
 from seatrial.hw.models import HwConfig
 from seatrial.runs.result import TrialResult
 from seatrial.runs.summaries.hw import GpuInfo, HwFleetSummary, HwNode
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 #: (fleet trial name, the trial it reads, how to read its figure from the evidence)
 FLEET_METRICS = (

@@ -19,7 +19,7 @@ from typing import Any
 
 from seatrial.hw.nvml import unavailable_reason
 from seatrial.runs.result import TrialResult, because
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 
 def judge_health(

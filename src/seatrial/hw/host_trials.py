@@ -15,7 +15,7 @@ from seatrial.hw.registry import HEALTH_PARTS
 from seatrial.hw.topology import read_topology
 from seatrial.hw.xid import XidWatcher
 from seatrial.runs.result import TrialResult, because
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 
 def unavailable(name: str, reason: str) -> TrialResult:

@@ -8,7 +8,7 @@ from typing import Any
 from seatrial.hw.nvml import Nvml, Unavailable, read
 from seatrial.runs.result import TrialResult, because
 from seatrial.runs.summaries.hw import GpuInfo
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 #: NVML's nvmlGpuVirtualizationMode_t values.
 VIRTUALIZATION_MODES = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}

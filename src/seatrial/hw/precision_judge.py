@@ -12,7 +12,7 @@ from typing import Any
 from seatrial.hw.precision import REL_TOLERANCE
 from seatrial.hw.profiling import path_kernels
 from seatrial.runs.result import TrialResult, because
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 FORMATS = {"precision.bf16": "bf16", "precision.fp8": "fp8", "precision.fp4": "fp4"}
 

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from seatrial.io.spread import spread
 from seatrial.runs.summaries.io import IoRow
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 
 class Limit(NamedTuple):

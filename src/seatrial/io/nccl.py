@@ -20,7 +20,7 @@ from seatrial.io.judge import Limit, judge, unavailable
 from seatrial.io.nccl_rank import OPS, NcclRank  # its methods import torch, on the node
 from seatrial.io.nodes import Node
 from seatrial.runs.summaries.io import IoRow
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 SINGLE_NODE = "single node: see hw collectives (seatrial hw --trials collectives)"
 

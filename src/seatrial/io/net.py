@@ -19,7 +19,7 @@ from seatrial.io.judge import Limit, judge, unavailable
 from seatrial.io.nodes import Node
 from seatrial.io.spread import medians
 from seatrial.runs.summaries.io import IoRow
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 IPERF_PACKAGE = "iperf3 (Debian/Ubuntu: apt-get install iperf3; scripts/setup.sh installs it)"
 ALL_PAIRS_UP_TO = 4

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from seatrial.runs.table import Table
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 VERDICTS = {v.value for v in Verdict} | {"ADOPT", "REJECT", "NO_EFFECT", "IMPROVED", "REGRESSED", "MEETS", "MISSES", "INVALID"}
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from seatrial.runs.result import TrialResult
 from seatrial.runs.table import Table
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 SHEET_COLUMNS = ("trial", "gpu", "verdict", "evidence / reason")
 BAD = (Verdict.FAIL, Verdict.UNSTABLE, Verdict.REVIEW_REQUIRED, Verdict.INCONCLUSIVE)

@@ -8,7 +8,7 @@ from typing import Any
 
 from seatrial.runs.summaries.io import IoRow
 from seatrial.runs.table import Table
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 IO_COLUMNS = ("node", "trial", "verdict", "figures (median of repeats)", "reason")
 BAD = (Verdict.FAIL, Verdict.UNSTABLE, Verdict.REVIEW_REQUIRED, Verdict.INCONCLUSIVE)

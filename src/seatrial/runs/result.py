@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from seatrial.verdict import Verdict
+from seatrial.runs.verdicts import Verdict
 
 Performance = Literal["LOW", "GOOD", "INCONCLUSIVE"]
 Classification = Literal[

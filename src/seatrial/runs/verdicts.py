@@ -1,4 +1,7 @@
-"""What a run's verdicts add up to: ``passed``, ``not_measured``, the verdict counts and the exit code.
+"""The verdict words every trial ends in, and what a run's verdicts add up to: ``passed``,
+``not_measured``, the verdict counts and the exit code. A verdict always carries the evidence it was
+drawn from (:class:`seatrial.runs.result.TrialResult`); a summary holds what they add up to as
+:class:`seatrial.runs.summaries.base.Judged`.
 
 - ``passed`` is true only when at least one trial PASSed and none is FAIL, UNSTABLE, REVIEW_REQUIRED or
   INCONCLUSIVE. UNAVAILABLE and UNSUPPORTED are honest words, not successes: they are listed in
@@ -13,11 +16,27 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from seatrial.runs.result import TrialResult
 from seatrial.runs.table import Table
-from seatrial.verdict import Verdict
+
+if TYPE_CHECKING:
+    from seatrial.runs.result import TrialResult
+
+
+class Verdict(str, Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    UNSTABLE = "UNSTABLE"
+    REVIEW_REQUIRED = "REVIEW_REQUIRED"
+    UNSUPPORTED = "UNSUPPORTED"
+    UNAVAILABLE = "UNAVAILABLE"
+    INCONCLUSIVE = "INCONCLUSIVE"
+
+    def __str__(self) -> str:
+        return self.value
+
 
 NOT_MEASURED = (Verdict.UNAVAILABLE, Verdict.UNSUPPORTED)
 BLOCKING = (Verdict.FAIL, Verdict.UNSTABLE, Verdict.REVIEW_REQUIRED, Verdict.INCONCLUSIVE)
@@ -28,9 +47,26 @@ def _matches(name: str, wanted: str) -> bool:
     return name == wanted or name.startswith(wanted + ".")
 
 
+class _Row(NamedTuple):
+    """What judging reads of a trial: a TrialResult's or its summary.json row's."""
+
+    name: str
+    gpu: int | None
+    verdict: Verdict
+    reason: str | None
+    node: str | None
+
+
+def _row(t: TrialResult | dict[str, Any]) -> _Row:
+    if not isinstance(t, dict):
+        return _Row(t.name, t.gpu, Verdict(t.verdict), t.reason, t.node)
+    reason = t.get("reason") or ("; ".join(t["reasons"]) if t.get("reasons") else None)
+    return _Row(str(t["name"]), t.get("gpu"), Verdict(t["verdict"]), reason, t.get("node"))
+
+
 def judge_run(trials: Iterable[TrialResult | dict[str, Any]], require: Iterable[str] = ()) -> dict[str, Any]:
     """``{"passed", "not_measured", "counts", "missing_required", "exit_code"}`` of a run's trials."""
-    rows = [t if isinstance(t, TrialResult) else TrialResult.model_validate(t) for t in trials]
+    rows = [_row(t) for t in trials]
     counts = Counter(t.verdict.value for t in rows)
     not_measured = [
         {"name": t.name, "gpu": t.gpu, "verdict": t.verdict.value, "reason": t.reason}

@@ -28,11 +28,11 @@ from seatrial.runs.folder import RunFolder
 from seatrial.runs.result import TrialResult
 from seatrial.runs.summaries.accept import AcceptSummary
 from seatrial.runs.summaries.bench import PlanCheck
+from seatrial.runs.verdicts import Verdict
 from seatrial.trials.env import TrialEnv
 from seatrial.trials.profile import Profile, Scale, check_names, load_profile
 from seatrial.trials.registry import TRIALS
 from seatrial.trials.serverinfo import server_info
-from seatrial.verdict import Verdict
 
 
 def make_target(url: str, model: str | None, tokenizer: Path | None, api_key_env: str | None = None) -> ServerTarget:

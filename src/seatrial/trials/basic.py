@@ -16,10 +16,10 @@ from seatrial.load.models import listed_models
 from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import RequestSpec
 from seatrial.runs.result import TrialResult
+from seatrial.runs.verdicts import Verdict
 from seatrial.stats import median_ci, min_samples, percentile_ci
 from seatrial.trials.configs import TrialConfig
 from seatrial.trials.env import TrialEnv, brief, ok_values
-from seatrial.verdict import Verdict
 
 
 class BasicConfig(TrialConfig):

@@ -19,10 +19,10 @@ from seatrial.load.config import WorkloadConfig
 from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import random_specs
 from seatrial.runs.result import TrialResult
+from seatrial.runs.verdicts import Verdict
 from seatrial.stats import median_ci, min_samples, percentile_ci
 from seatrial.trials.configs import TrialConfig
 from seatrial.trials.env import TrialEnv, brief, first_error, ok_values
-from seatrial.verdict import Verdict
 
 
 class ContextConfig(TrialConfig):

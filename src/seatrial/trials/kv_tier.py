@@ -26,11 +26,11 @@ from seatrial.load.config import BenchConfig, ServerTarget
 from seatrial.load.level import open_session
 from seatrial.load.workloads import RequestSpec
 from seatrial.runs.result import TrialResult
+from seatrial.runs.verdicts import Verdict
 from seatrial.stats import median_ci, min_samples
 from seatrial.trials.configs import TrialConfig
 from seatrial.trials.env import TrialEnv, first_error, ok_values
 from seatrial.trials.serverinfo import server_info
-from seatrial.verdict import Verdict
 
 HEADROOM_TOKENS = 8
 

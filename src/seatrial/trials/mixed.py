@@ -16,10 +16,10 @@ from seatrial.load.client import send
 from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import RequestSpec
 from seatrial.runs.result import TrialResult
+from seatrial.runs.verdicts import Verdict
 from seatrial.stats import median, min_samples
 from seatrial.trials.env import TrialEnv, first_error, ok_values
 from seatrial.trials.mixed_rules import MixedConfig, Round, crossover, order_of, verdict
-from seatrial.verdict import Verdict
 
 HEADROOM_TOKENS = 64  # room for the output token and each long prompt's tag
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from seatrial.runs.verdicts import Verdict
 from seatrial.stats import direction_consistency, median
 from seatrial.trials.configs import TrialConfig
-from seatrial.verdict import Verdict
 
 MIN_RETAINED = 2
 

@@ -17,11 +17,11 @@ from pydantic import Field
 from seatrial.load.records import RequestRecord
 from seatrial.load.workloads import RequestSpec
 from seatrial.runs.result import TrialResult
+from seatrial.runs.verdicts import Verdict
 from seatrial.stats import median_ci, relative_differences_pct
 from seatrial.trials.configs import TrialConfig
 from seatrial.trials.env import TrialEnv, first_error
 from seatrial.trials.prefix_rules import Counters, expected_hit_rate, functional, performance
-from seatrial.verdict import Verdict
 
 DEFAULT_BLOCK_SIZE = 16
 HEADROOM_TOKENS = 8

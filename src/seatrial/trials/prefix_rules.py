@@ -14,8 +14,8 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from seatrial.runs.result import Performance
+from seatrial.runs.verdicts import Verdict
 from seatrial.stats import Estimate
-from seatrial.verdict import Verdict
 
 MIN_WARM_REQUESTS = 4
 MIN_PAIRS = 8

@@ -16,6 +16,7 @@ from seatrial.load.config import WorkloadConfig
 from seatrial.load.level import LevelOutcome
 from seatrial.load.validity import MIN_IN_FLIGHT_SHARE
 from seatrial.runs.result import TrialResult
+from seatrial.runs.verdicts import Verdict
 from seatrial.stats import min_samples, percentile_ci
 from seatrial.trials.configs import Slo
 from seatrial.trials.env import TrialEnv, observed, ok_values
@@ -29,7 +30,6 @@ from seatrial.trials.saturation_rules import (
     max_slo,
     saturated,
 )
-from seatrial.verdict import Verdict
 
 
 def ladder(cfg: SaturationConfig) -> Iterator[int]:

@@ -9,9 +9,8 @@ from typing import Literal
 from pydantic import Field
 
 from seatrial.runs.result import TrialResult
-from seatrial.runs.summaries.base import SummaryModel
+from seatrial.runs.summaries.base import Judged, SummaryModel
 from seatrial.runs.summaries.bench import PlanCheck, SpanCounts
-from seatrial.runs.summaries.verdicts import Judged
 
 
 class ServerFacts(SummaryModel):

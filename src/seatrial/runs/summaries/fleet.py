@@ -9,8 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from seatrial.runs.summaries.base import SummaryModel
-from seatrial.runs.summaries.verdicts import NotMeasured
+from seatrial.runs.summaries.base import NotMeasured, SummaryModel
 
 
 class StreamBin(SummaryModel):

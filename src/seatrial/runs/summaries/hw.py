@@ -9,8 +9,7 @@ from typing import Any, Self
 from pydantic import Field
 
 from seatrial.runs.result import TrialResult
-from seatrial.runs.summaries.base import SummaryModel
-from seatrial.runs.summaries.verdicts import Judged
+from seatrial.runs.summaries.base import Judged, SummaryModel
 
 
 class GpuInfo(SummaryModel):

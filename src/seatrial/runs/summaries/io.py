@@ -9,9 +9,8 @@ from typing import Any
 from pydantic import Field
 
 from seatrial.runs.result import TrialResult
-from seatrial.runs.summaries.base import SummaryModel
-from seatrial.runs.summaries.verdicts import Judged
-from seatrial.verdict import Verdict
+from seatrial.runs.summaries.base import Judged, SummaryModel
+from seatrial.runs.verdicts import Verdict
 
 
 class IoRow(SummaryModel):
