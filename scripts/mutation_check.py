@@ -140,7 +140,7 @@ MUTATIONS = (
         "cli/group.py",
         "        if isinstance(number, float) and not math.isfinite(number):",
         "        if isinstance(number, float) and not math.isfinite(number) and False:",
-        ("tests/test_cli_inputs.py::test_every_float_flag_refuses_nan_and_infinity",),
+        ("tests/cli/test_inputs.py::test_every_float_flag_refuses_nan_and_infinity",),
     ),
     Mutation(
         "a trace replay's length unchecked",

@@ -4,18 +4,17 @@ never measured."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
+from tests.benchrun import bench_into
 from tests.pooled import sending
 
-from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
 from seatrial.load.distributed import split
 from seatrial.load.scheduler import LevelLoad, cooldown_count
 from seatrial.load.workloads import RequestSpec
-from seatrial.runs.folder import RunFolder, read_jsonl
+from seatrial.runs.folder import read_jsonl
 from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
@@ -27,9 +26,7 @@ def bench(url: str, out: Path, **load: Any) -> tuple[dict[str, Any], list[dict[s
             "load": {"requests": 16, "warmup": 0, "max_lag_ms": 500, **load},
         }
     )
-    with RunFolder(out, "bench", cfg.model_dump(mode="json")) as folder:
-        summary = asyncio.run(asyncio.wait_for(run_bench(cfg, folder), timeout=60)).to_json()
-    return summary, read_jsonl(out / "requests.jsonl")
+    return bench_into(cfg, out), read_jsonl(out / "requests.jsonl")
 
 
 def company_ms(rows: list[dict[str, Any]], last: dict[str, Any]) -> float:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
+from tests.benchrun import bench_into
 
-from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
-from seatrial.runs.folder import RunFolder, read_jsonl
+from seatrial.runs.folder import read_jsonl
 from seatrial.testing.server import SyntheticConfig, ThreadedServer
 
 
@@ -24,8 +23,7 @@ def bench_cfg(url: str, **load: object) -> BenchConfig:
 
 
 def run(cfg: BenchConfig, out: Path) -> dict:
-    with RunFolder(out, "bench", cfg.model_dump(mode="json")) as folder:
-        return asyncio.run(asyncio.wait_for(run_bench(cfg, folder), timeout=30)).to_json()
+    return bench_into(cfg, out, timeout_s=30)
 
 
 EXPECTED = {

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from tests.benchrun import bench_into
 from tests.clirun import invoke
 
-from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
 from seatrial.load.records import RequestRecord
 from seatrial.load.spans import SpanBook, trace_id
-from seatrial.runs.folder import RunFolder, read_jsonl
+from seatrial.runs.folder import read_jsonl
 from seatrial.server.otlp import PROTOBUF, SpanReceiver, encode_spans, parse_listen
 from seatrial.server.process import free_port
 from seatrial.testing.server import SyntheticConfig, ThreadedServer
@@ -139,8 +139,7 @@ def cfg(url: str, listen: str, flush_s: float = 10.0, **load: Any) -> BenchConfi
 
 
 def run(config: BenchConfig, out: Path) -> dict[str, Any]:
-    with RunFolder(out, "bench", config.model_dump(mode="json")) as folder:
-        return asyncio.run(asyncio.wait_for(run_bench(config, folder), timeout=60)).to_json()
+    return bench_into(config, out)
 
 
 @pytest.mark.parametrize(("endpoint", "workers"), [("completions", 1), ("chat", 1), ("completions", 2)])

@@ -3,16 +3,15 @@ exports to ``spec.otlp_endpoint``; max-num-seqs 4)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from tests.benchrun import bench_into
 
-from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig
-from seatrial.runs.folder import RunFolder, read_jsonl
+from seatrial.runs.folder import read_jsonl
 from seatrial.server.engine import LocalEngine
 
 pytestmark = pytest.mark.engine
@@ -32,8 +31,7 @@ def run(
         "load": {"concurrency": concurrency, "requests": requests, "warmup": warmup, "max_lag_ms": 1000},
         "observe": {"otlp_listen": listen(engine), "otlp_flush_s": 10, "gpu_telemetry": False},
     })  # fmt: skip
-    with RunFolder(out, "bench", cfg.model_dump(mode="json")) as folder:
-        return asyncio.run(run_bench(cfg, folder)).to_json()
+    return bench_into(cfg, out, timeout_s=None)
 
 
 def test_vllm_spans_join_and_never_exceed_the_client(vllm_server: LocalEngine, tmp_path: Path) -> None:

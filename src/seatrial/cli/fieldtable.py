@@ -1,7 +1,7 @@
 """The command-line options of the settings models as plain data, so that ``--help`` needs no pydantic.
 
 :data:`seatrial.cli.fields.FIELDS` (model name -> field name -> :class:`Opt`, in the model's field order)
-is written from the models by ``python -m seatrial.cli.fieldtable``; ``tests/test_fieldtable.py`` keeps it
+is written from the models by ``python -m seatrial.cli.fieldtable``; ``tests/cli/test_fieldtable.py`` keeps it
 equal to them, so a flag's name, help and default are still written once, in the model. Importing pydantic
 and the models costs ~0.2 s of every start of bench, accept, capacity and experiment; the table does not.
 """

@@ -2,4 +2,4 @@
 storage.write, storage.load, kv.disk, kv.object) on local or SSH nodes, each ending in a verdict with its
 figures and every repeat (see ``io/registry.py`` for the list, ``io/judge.py`` for the rule).
 
-Nothing is imported here: `seatrial io --help` stays light (tests/test_startup.py)."""
+Nothing is imported here: `seatrial io --help` stays light (tests/cli/test_startup.py)."""
