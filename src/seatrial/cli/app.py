@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import typer
 
-# One name per capability; module seatrial.cli.<name> defines ``register(app)`` adding command <name>.
+# One name per capability, in the order of a deployment's trial (the root help lists them so); module
+# seatrial.cli.<name> defines ``register(app)`` adding command <name>.
 COMMANDS = (
-    "accept", "audit", "bench", "capacity", "compare", "convert", "demo", "doctor", "experiment", "guard", "hw", "io", "plan",
-    "report", "sync",
+    "audit", "plan", "convert", "guard", "sync", "doctor", "hw", "io", "bench", "accept", "capacity", "experiment",
+    "compare", "report", "demo",
 )  # fmt: skip
 
 
@@ -30,8 +31,7 @@ def build_app(commands: tuple[str, ...] = COMMANDS) -> typer.Typer:
     app = typer.Typer(
         name="seatrial",
         cls=SeatrialGroup,
-        help="Sea trials for LLM deployments: audit, plan, convert, guard, sync, doctor, hw, io, bench, accept, "
-        "capacity, experiment, compare, report, demo.",
+        help=f"Sea trials for LLM deployments: {', '.join(commands)}.",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
