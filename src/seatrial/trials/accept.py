@@ -15,14 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from seatrial.errors import ConfigError, ServerError, ServerRefused, config_errors
-from seatrial.load.client import new_http
-from seatrial.load.config import BenchConfig, ObserveConfig, ServerTarget
-from seatrial.load.gpu_telemetry import LevelWatch
-from seatrial.load.level import NoProgress, Progress, open_receiver, open_session
+from seatrial.load.config import BenchConfig, LoadConfig, ObserveConfig, ServerTarget
+from seatrial.load.level import NoProgress, Progress, loaded
 from seatrial.load.plancheck import check_plan
-from seatrial.load.pools import make_pool
 from seatrial.load.settings import ClientSettings
-from seatrial.load.spans import SpanBook
 from seatrial.report.html import write_report
 from seatrial.runs.folder import RunFolder
 from seatrial.runs.result import TrialResult
@@ -56,28 +52,15 @@ async def run_trials(
     ``observe``: the engine's spans, the GPUs' telemetry and the plan, as bench reads them."""
     observe = observe or ObserveConfig()
     summary = AcceptSummary(url=target.url, scale=profile.scale)
-    receiver = open_receiver(observe)
-    book = SpanBook(receiver, observe.otlp_flush_s) if receiver is not None else None
-    gpus = LevelWatch(clients.ray) if observe.gpu_telemetry else None
-    try:
-        async with new_http(profile.timeout_s, profile.stall_timeout_s) as http:
-            session = await open_session(BenchConfig(target=target), http, book)
-            session.gpus = gpus
-            info = await server_info(http, target.url, target.resolved_metrics_url, session.endpoint.headers)
-            summary.model, summary.server = session.model, info.facts()
-            check = await check_plan(observe.plan, http, session.metrics_url) if observe.plan else None
-            pool = make_pool(clients.workers, clients.ray, clients.clients)
-            env = TrialEnv(session, target, profile, info, folder, progress, seed=seed, pool=pool)
-            try:
-                await _each(env, names, summary, folder)
-            finally:
-                if pool is not None:
-                    pool.close()
-    finally:
-        if receiver is not None:
-            receiver.stop()
-        if gpus is not None:
-            gpus.close()
+    load = LoadConfig(workers=clients.workers, ray=clients.ray, clients=clients.clients,
+                      timeout_s=profile.timeout_s, stall_timeout_s=profile.stall_timeout_s)  # fmt: skip
+    async with loaded(BenchConfig(target=target, load=load, observe=observe)) as run:
+        session, book = run.session, run.spans
+        info = await server_info(run.http, target.url, target.resolved_metrics_url, session.endpoint.headers)
+        summary.model, summary.server = session.model, info.facts()
+        check = await check_plan(observe.plan, run.http, session.metrics_url) if observe.plan else None
+        env = TrialEnv(session, target, profile, info, folder, progress, seed=seed, pool=run.pool)
+        await _each(env, names, summary, folder)
     if book is not None:
         summary.spans = book.counts()
     if check is not None:
