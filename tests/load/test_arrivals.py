@@ -52,7 +52,7 @@ def test_a_ramp_goes_from_its_first_rate_to_its_last() -> None:
         (["--arrival", "gamma", "--rate", "2", "--burstiness", "0"], "burstiness"),
         (["--workload", "trace", "--trace", "x.jsonl"], "needs --trace FILE and --trace-format"),
         (["--workload", "sessions", "--rate", "2"], "sends at its own times: leave out --rate"),
-        (["--trace-format", "csv"], "trace_format"),
+        (["--trace-format", "csv"], "--trace-format: Input should be"),
     ],
 )
 def test_bad_arrival_and_workload_flags_are_refused(flags: list[str], message: str) -> None:
