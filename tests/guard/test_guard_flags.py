@@ -42,3 +42,15 @@ def test_a_bad_duration_is_named_by_its_setting() -> None:
         GuardFlags(backoff="soon")
     with pytest.raises(ConfigError):
         GuardFlags.model_construct(backoff="soon").seconds("backoff")
+
+
+def test_a_window_or_a_timeout_of_zero_is_refused_where_it_is_written() -> None:
+    """A serve block with a zero window would have every guarded start exit 2 at launch: refused as the plan
+    is read; on the command line, named by its flag."""
+    from tests.clirun import invoke
+
+    with pytest.raises(ValueError, match="'0s' is no time at all"):
+        GuardSettings(restart_window="0s")
+    assert GuardFlags(backoff="0", stop_grace="0s").seconds("backoff") == 0  # no backoff, no grace: allowed
+    result = invoke(["guard", "--recovery-timeout", "0", "--", "true"])
+    assert result.code == 2 and "--recovery-timeout: '0' is no time at all" in result.output, result.output

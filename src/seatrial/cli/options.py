@@ -37,11 +37,12 @@ def option(name: str, row: Opt, override: bool = False) -> inspect.Parameter:
     """One keyword parameter of a typer command for the field; ``override``: unset (None) unless given,
     for an option that overrides a value from a file (an experiment plan's)."""
     kind: Any = KINDS[row.kind]
-    if row.optional or override:
+    unset = override or bool(row.aliases)  # None unless given: the model's default, or an old spelling's value
+    if row.optional or unset:
         kind = kind | None
     text = f"{row.help} (over the experiment plan's)" if override else row.help
     annotation = Annotated[kind, typer.Option(row.flag, help=text)]
-    default = None if override else ... if row.required else row.default
+    default = None if unset else ... if row.required else row.default
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
@@ -64,7 +65,7 @@ def merge_aliases(kw: dict[str, Any], rows: dict[str, Opt]) -> dict[str, Any]:
             value = out.pop(f"{name}__{i}", None)
             if value is None:
                 continue
-            if out.get(name) not in (None, row.default):
+            if out.get(name) is not None:
                 raise typer.BadParameter(f"give {row.flag} or {alias}, not both", param_hint=row.flag)
             typer.echo(f"note: {alias} is spelled {row.flag} now (the old spelling still works)", err=True)
             out[name] = value

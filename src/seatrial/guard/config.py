@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationInfo, field_validator
 
 from seatrial.errors import ConfigError
 from seatrial.guard.meminfo import GIB, MEMINFO_PATH
@@ -105,7 +105,9 @@ def _h(name: str) -> Any:
     return HealthConfig.model_fields[name].default
 
 
-DURATIONS = ("restart_window", "backoff", "recovery_timeout", "unhealthy_after", "health_grace", "stop_grace")
+#: the duration settings, and whether each must be above zero (a window or a timeout of 0 never holds)
+DURATIONS = {"restart_window": True, "backoff": False, "recovery_timeout": True, "unhealthy_after": True,
+             "health_grace": False, "stop_grace": False}  # fmt: skip
 
 
 class GuardFlags(BaseModel):
@@ -147,11 +149,13 @@ class GuardFlags(BaseModel):
 
     @field_validator(*DURATIONS)
     @classmethod
-    def _duration(cls, v: str) -> str:
+    def _duration(cls, v: str, info: ValidationInfo) -> str:
         try:
-            parse_duration_s(v, "")
+            seconds = parse_duration_s(v, "")
         except ConfigError as exc:
             raise ValueError(str(exc).removeprefix(": ")) from None  # the field is named where it is reported
+        if seconds <= 0 and DURATIONS[str(info.field_name)]:
+            raise ValueError(f"{v!r} is no time at all: give a duration above 0")
         return v
 
     def seconds(self, name: str) -> float:

@@ -423,16 +423,17 @@ async def loaded(cfg: BenchConfig, receiver: SpanReceiver | None = None) -> Asyn
     """The session, client pool, span receiver and GPU watch a run of ``cfg`` asks for, closed on the way
     out. ``receiver``: an OTLP receiver that outlives the run (experiment: one for all starts); else
     ``--otlp-listen``'s own."""
-    load = cfg.load
-    pool = make_pool(load.workers, load.ray, load.clients)
-    own = receiver is None
-    receiver = open_receiver(cfg.observe) if own else receiver
-    book = SpanBook(receiver, cfg.observe.otlp_flush_s) if receiver is not None else None
-    gpus = LevelWatch(load.ray) if cfg.observe.gpu_telemetry else None
+    load, own = cfg.load, receiver is None
+    pool: Pool | None = None
+    gpus: LevelWatch | None = None
     try:
+        receiver = open_receiver(cfg.observe) if own else receiver
+        book = SpanBook(receiver, cfg.observe.otlp_flush_s) if receiver is not None else None
+        gpus = LevelWatch(load.ray) if cfg.observe.gpu_telemetry else None
         async with new_http(load.timeout_s, load.stall_timeout_s, load.stamps == "kernel") as http:
             s = await open_session(cfg, http, book)
             s.gpus = gpus
+            pool = make_pool(load.workers, load.ray, load.clients)  # once the server answered: no workers for none
             yield Loaded(s, pool, book, http)
     finally:
         if pool is not None:
