@@ -7,15 +7,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder, partial_on_interrupt
+from seatrial.cli.common import emit_json, json_target, out, out_folder
 from seatrial.cli.options import names_of, settings_from, with_settings
 from seatrial.cli.progress import (
-    LiveProgress,
     engine_view_table,
     gpu_view,
     levels_table,
     print_level_notes,
+    print_run_notes,
     rich_table,
+    running,
     server_timing_view,
 )
 from seatrial.errors import config_errors
@@ -37,7 +38,7 @@ def bench(
     """Load-test a running server: TTFT, TPOT, ITL, E2E, throughput per level, joined with /metrics."""
     from seatrial.load.config import BenchConfig
     from seatrial.load.settings import BenchSettings
-    from seatrial.runs.levels import plan_check_line, schedule_table, span_lines, turns_table
+    from seatrial.runs.levels import schedule_table, turns_table
 
     chosen = settings_from(BenchSettings, settings)
     with config_errors():
@@ -51,12 +52,7 @@ def bench(
         if extra is not None:
             out.print(rich_table(extra))
     print_level_notes(summary.levels)
-    for note in summary.notes:
-        console.print(f"[yellow]note[/] {escape(note)}", highlight=False)
-    for line in span_lines(summary.spans):
-        console.print(f"[yellow]spans[/] {escape(line)}", highlight=False)
-    if summary.plan_check is not None:
-        console.print(escape(plan_check_line(summary.plan_check)), highlight=False)
+    print_run_notes(summary.notes, summary.spans, summary.plan_check)
     emit_json(json_path, summary)
     if not summary.valid and not allow_invalid:
         raise typer.Exit(INVALID_EXIT)
@@ -69,17 +65,11 @@ def run_bench_cli(cfg: BenchConfig, out_dir: Path | None) -> BenchSummary:
 
     from seatrial.load.bench import run_bench
     from seatrial.load.workloads import measured_requests
-    from seatrial.report.html import write_report
-    from seatrial.runs.folder import RunFolder
 
     measured_requests(cfg.workload, cfg.load.requests)  # a trace read (and refused) before the folder is made
-    folder = RunFolder(out_dir, "bench", cfg.model_dump(mode="json")) if out_dir else None
-    with partial_on_interrupt(out_dir, folder):
-        with LiveProgress() as progress:
-            summary = asyncio.run(run_bench(cfg, folder, progress))
-        if out_dir:
-            console.print(f"report: {write_report(out_dir)}", highlight=False)
-        return summary
+    with running(out_dir, "bench", cfg.model_dump(mode="json")) as (folder, progress):
+        summary = asyncio.run(run_bench(cfg, folder, progress))
+    return summary
 
 
 #: bench's options from the settings model, in the order --help lists them

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder, partial_on_interrupt
+from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder
 from seatrial.cli.options import settings_from, with_settings
-from seatrial.cli.progress import LiveProgress, rich_table
+from seatrial.cli.progress import print_run_notes, rich_table, running
 from seatrial.errors import ConfigError, config_errors
 
 if TYPE_CHECKING:
@@ -57,30 +57,19 @@ def capacity(
     from seatrial.capacity.run import run_capacity
     from seatrial.load.config import BenchConfig
     from seatrial.load.settings import BenchSettings
-    from seatrial.report.html import write_report
     from seatrial.runs.capacity import capacity_tables
-    from seatrial.runs.folder import RunFolder
-    from seatrial.runs.levels import plan_check_line, span_lines
 
     bench = settings_from(BenchSettings, {k: settings[k] for k in BENCH_OPTIONS})
     ccfg = settings_from(CapacityConfig, {k: settings[k] for k in CAPACITY_OPTIONS})
     with config_errors():
         cfg = BenchConfig.from_settings(bench, url)
     config = {"bench": cfg.model_dump(mode="json"), "capacity": ccfg.model_dump(mode="json")}
-    folder = RunFolder(out_dir, "capacity", config) if out_dir else None
     log = lambda line: console.print(escape(line), highlight=False)  # noqa: E731
-    with partial_on_interrupt(out_dir, folder), LiveProgress() as progress:
+    with running(out_dir, "capacity", config) as (folder, progress):
         summary = asyncio.run(run_capacity(cfg, ccfg, folder, log, progress))
     for table in capacity_tables(summary):
         out.print(rich_table(table))
-    for note in summary.notes:
-        console.print(f"[yellow]note[/] {escape(note)}", highlight=False)
-    for line in span_lines(summary.spans):
-        console.print(f"[yellow]spans[/] {escape(line)}", highlight=False)
-    if summary.plan_check is not None:
-        console.print(escape(plan_check_line(summary.plan_check)), highlight=False)
-    if out_dir:
-        console.print(f"report: {write_report(out_dir)}", highlight=False)
+    print_run_notes(summary.notes, summary.spans, summary.plan_check)
     emit_json(json_path, summary)
     _exit(summary)
 
@@ -101,7 +90,6 @@ def _over_starts(serve: Serve, starts: int, out_dir: Path | None, json_path: Pat
     from seatrial.capacity.config import CapacityConfig
     from seatrial.capacity.starts import run_starts
     from seatrial.load.settings import BenchSettings
-    from seatrial.runs.folder import RunFolder
 
     if serve.guard is not None and out_dir is None:
         raise ConfigError("serve.guard needs --out: the guard's history is written in the run folder")
@@ -109,11 +97,9 @@ def _over_starts(serve: Serve, starts: int, out_dir: Path | None, json_path: Pat
     ccfg = settings_from(CapacityConfig, {k: settings[k] for k in CAPACITY_OPTIONS})
     config = {"serve": serve.model_dump(mode="json", exclude={"env"}), "serve_env": sorted(serve.env), "starts": starts, "bench": bench.model_dump(mode="json"),
               "capacity": ccfg.model_dump(mode="json")}  # fmt: skip
-    folder = RunFolder(out_dir, "capacity", config, requests=False) if out_dir else None
     log = lambda line: console.print(escape(line), highlight=False)  # noqa: E731
-    with partial_on_interrupt(out_dir, folder):
-        with LiveProgress() as progress:
-            replica = run_starts(bench, ccfg, serve, starts, out_dir, log, progress)
+    with running(out_dir, "capacity", config, requests=False, report=False) as (folder, progress):
+        replica = run_starts(bench, ccfg, serve, starts, out_dir, log, progress)
         if folder:
             folder.write_summary(replica)
     for st in replica.starts:

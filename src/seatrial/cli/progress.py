@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import io
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seatrial.cli.common import console, escape
+from seatrial.cli.common import console, escape, partial_on_interrupt
 
 if TYPE_CHECKING:
     from rich.table import Table as RichTable
 
     from seatrial.load.records import RequestRecord
-    from seatrial.runs.summaries.bench import LevelSummary
+    from seatrial.runs.folder import RunFolder
+    from seatrial.runs.summaries.bench import LevelSummary, PlanCheck, SpanCounts
     from seatrial.runs.table import Table
 
 
@@ -151,3 +155,34 @@ def print_level_notes(levels: list[LevelSummary]) -> None:
 
     for line in level_notes(levels):
         console.print(f"[yellow]note[/] {escape(line)}", highlight=False)
+
+
+@contextmanager
+def running(
+    out_dir: Path | None, command: str, config: dict[str, Any], *, requests: bool = True, report: bool = True
+) -> Iterator[tuple[RunFolder | None, LiveProgress]]:
+    """One load run's life on the command line: its run folder (with ``--out``), live progress, Ctrl-C
+    ended as RunInterrupted naming the partial folder (closed either way), and the report once the work is
+    done (``report``: the command's summary has a report)."""
+    from seatrial.runs.folder import RunFolder
+
+    folder = RunFolder(out_dir, command, config, requests=requests) if out_dir else None
+    with partial_on_interrupt(out_dir, folder):
+        with LiveProgress() as progress:
+            yield folder, progress
+        if out_dir and report:
+            from seatrial.report.html import write_report
+
+            console.print(f"report: {write_report(out_dir)}", highlight=False)
+
+
+def print_run_notes(notes: list[str], spans: SpanCounts | None, plan_check: PlanCheck | None) -> None:
+    """A run's notes, what its engine spans joined, and its plan check, one console line each."""
+    from seatrial.runs.levels import plan_check_line, span_lines
+
+    for note in notes:
+        console.print(f"[yellow]note[/] {escape(note)}", highlight=False)
+    for line in span_lines(spans):
+        console.print(f"[yellow]spans[/] {escape(line)}", highlight=False)
+    if plan_check is not None:
+        console.print(escape(plan_check_line(plan_check)), highlight=False)
