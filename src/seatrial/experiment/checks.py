@@ -21,8 +21,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from seatrial.experiment.plan import CAPACITY, THROUGHPUTS, DecisionProfile, ExperimentPlan, schedule
+from seatrial.experiment.plan import CAPACITY, DecisionProfile, ExperimentPlan, schedule
 from seatrial.experiment.values import Level, effect, per_start_slots, shortfall
+from seatrial.load.metric_table import LEVEL_METRICS
 from seatrial.stats.effects import common_slope
 
 AA_ALPHA = 0.01  # shared by all A/A checks of an experiment
@@ -40,7 +41,7 @@ def usable(levels: list[Level], metric: str) -> tuple[list[Level], list[str]]:
                f"{(lv.get('capacity_reasons') or {}).get(name, 'no capacity search')}"
                for lv in levels if lv not in kept]  # fmt: skip
         return kept, why
-    if metric.partition(".")[0] in THROUGHPUTS:
+    if metric.partition(".")[0] in LEVEL_METRICS:
         return levels, []
     kept = [lv for lv in levels if not lv.get("stalled")]
     out = [

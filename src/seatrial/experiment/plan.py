@@ -24,12 +24,10 @@ from seatrial.load.workloads import WORKLOADS
 from seatrial.server.serve import Serve
 from seatrial.yamlfile import load_mapping
 
-#: Metrics a decision or a guardrail can name: a level's throughput (one value per start) or a
-#: request-level distribution (``ttft_ms.p99``, pooled over the starts' requests).
-THROUGHPUTS = LEVEL_METRICS
+#: Metrics a decision or a guardrail can name (load.metric_table): a level metric (one value per start), a
+#: request metric's statistic (``ttft_ms.p99``, pooled over the starts' requests), or a capacity.
 CAPACITY = "capacity"  # the load a start carried within an SLO (seatrial capacity's search, per start)
 SEARCH_LEVEL = 0  # where a start's capacities are kept among its levels (no bench level has concurrency 0)
-DISTRIBUTIONS = REQUEST_METRICS
 STATS = ("mean", "p50", "p90", "p95", "p99")
 
 
@@ -39,11 +37,11 @@ class _Model(BaseModel):
 
 def check_metric(name: str) -> str:
     base, _, stat = name.partition(".")
-    if (base in THROUGHPUTS and not stat) or name == CAPACITY:
+    if (base in LEVEL_METRICS and not stat) or name == CAPACITY:
         return name
-    if base in DISTRIBUTIONS and stat in STATS:
+    if base in REQUEST_METRICS and stat in STATS:
         return name
-    known = [*THROUGHPUTS, CAPACITY, *(f"{d}.{s}" for d in DISTRIBUTIONS for s in STATS)]
+    known = [*LEVEL_METRICS, CAPACITY, *(f"{d}.{s}" for d in REQUEST_METRICS for s in STATS)]
     raise ValueError(f"unknown metric {name!r}; known: {', '.join(known)}")
 
 

@@ -28,9 +28,7 @@ from seatrial.errors import ConfigError, EngineError, RunInterrupted, SeatrialEr
 from seatrial.experiment.conditions import changes, conditions
 from seatrial.experiment.decide import Level, decisions, level_stats
 from seatrial.experiment.plan import (
-    DISTRIBUTIONS,
     SEARCH_LEVEL,
-    THROUGHPUTS,
     ExperimentPlan,
     Setting,
     differences,
@@ -43,6 +41,7 @@ from seatrial.jsonio import read_json
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig, ObserveConfig, start_seed
 from seatrial.load.level import open_receiver
+from seatrial.load.metric_table import LEVEL_METRICS, REQUEST_METRICS
 from seatrial.runs import RunFolder
 from seatrial.runs.summaries.experiment import ExperimentSummary
 from seatrial.server.engine import tracing_args, tracing_env
@@ -50,7 +49,7 @@ from seatrial.server.otlp import SpanReceiver, parse_listen
 from seatrial.server.process import ServerProcess, free_port
 
 Log = Callable[[str], None]
-SHOWN_STATS = (*THROUGHPUTS, *(f"{d}.{s}" for d in DISTRIBUTIONS for s in ("p50", "p99")))
+SHOWN_STATS = (*LEVEL_METRICS, *(f"{d}.{s}" for d in REQUEST_METRICS for s in ("p50", "p99")))
 
 
 def spans_endpoint(plan: ExperimentPlan) -> str | None:

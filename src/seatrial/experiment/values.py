@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from seatrial.experiment.plan import CAPACITY, THROUGHPUTS
+from seatrial.experiment.plan import CAPACITY
+from seatrial.load.metric_table import LEVEL_METRICS
 from seatrial.stats import TAIL_SAMPLES, min_samples, tail_count
 from seatrial.stats.effects import Effect, statistic, welch_log
 
@@ -35,7 +36,7 @@ def start_value(level: Level, metric: str) -> float | None:
         base, _, stat = metric.partition(".")
         if base.startswith(f"{CAPACITY}:"):  # the capacity the start's search found for that profile
             v = (level.get(CAPACITY) or {}).get(base.partition(":")[2])
-        elif base in THROUGHPUTS:
+        elif base in LEVEL_METRICS:
             v = level.get(base)
         else:
             v = statistic(flat(level["values"].get(base, [])), stat)

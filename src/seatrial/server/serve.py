@@ -23,7 +23,7 @@ class GuardSettings(GuardFlags):
     planned (SIGTERM, recorded as ``stop``) and never spend the restart budget; a start that crashes is
     a failed start, which the experiment itself tries again, so the guard restarts nothing by default."""
 
-    restart_budget: int = Field(0, ge=0, description="Automatic restarts allowed per window.")
+    restart_budget: int = Field(0, ge=0, description=GuardFlags.model_fields["restart_budget"].description)
 
 
 class Serve(_Model):
