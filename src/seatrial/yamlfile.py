@@ -34,10 +34,17 @@ def load_mapping(where: str, path: Path | None = None, text: str | None = None) 
 
 
 def _depth(node: Any) -> int:
-    deepest, stack = 0, [(node, 1)]
+    """How deep ``node`` nests, counted no further than past MAX_DEPTH: a YAML alias may make a cycle
+    (``a: &x [*x]``) or share one node many times (``billion laughs``); each node is walked once per depth."""
+    deepest, stack, seen = 0, [(node, 1)], set()
     while stack:
         item, depth = stack.pop()
         deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            return depth
+        if (id(item), depth) in seen:
+            continue
+        seen.add((id(item), depth))
         if isinstance(item, dict):
             stack += [(v, depth + 1) for v in item.values()]
         elif isinstance(item, list):

@@ -53,3 +53,13 @@ def test_a_starved_client_is_said_once_with_the_advice_to_give_it_its_own_cpus()
     assert "the server on this host (127.0.0.1)" in note and "give the client its own CPUs" in note
     assert "another process" in (starvation_note(waits, "http://gpu-node:8000") or "")
     assert starvation_note([(100.0, 10.0), (None, 5.0)], "http://127.0.0.1:8000") is None
+
+
+def test_an_inconclusive_probe_where_no_request_broke_the_slo_names_no_symptom() -> None:
+    """A search out of requests at a load where every request held the SLO has found no limit: calling it an
+    SLO cliff sent the trial's diagnosis after a TTFT that was never high."""
+    met = probe(4, "MEETS", {"failed": 0, "ttft_ms": 0})
+    unsure = probe(8, "INCONCLUSIVE", {"failed": 0, "ttft_ms": 0, "tpot_ms": 0}, waiting_max=0)
+    got = limit([met, unsure], 4)
+    assert got.classification == "NONE" and "no request broke the SLO" in got.reason
+    assert limit([met, probe(8, "INCONCLUSIVE", {"failed": 1})], 4).classification == "SLO_CLIFF"

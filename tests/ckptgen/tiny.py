@@ -160,3 +160,27 @@ def write_tiny_model(root: Path, name: str) -> Path:
     )
     write_tokenizer(root)
     return root
+
+
+def write_tiny_checkpoint(root: Path, name: str = "gqa") -> Path:
+    """``write_tiny_model`` plus its Llama weights as one full-size sparse safetensors file (header-only
+    work: audit and plan read the shapes, nothing reads the bytes)."""
+    from tests.ckptgen.writer import Spec, write_sharded
+
+    config = {**_COMMON, **ARCHITECTURES[name]}
+    h, inter, heads, kv, hd = (int(config[k]) for k in ("hidden_size", "intermediate_size", "num_attention_heads",
+                                                         "num_key_value_heads", "head_dim"))  # fmt: skip
+    specs = [Spec("model.embed_tokens.weight", "BF16", (VOCAB, h)), Spec("lm_head.weight", "BF16", (VOCAB, h)),
+             Spec("model.norm.weight", "BF16", (h,))]  # fmt: skip
+    for i in range(int(config["num_hidden_layers"])):
+        p = f"model.layers.{i}."
+        specs += [Spec(p + "self_attn.q_proj.weight", "BF16", (heads * hd, h)),
+                  Spec(p + "self_attn.k_proj.weight", "BF16", (kv * hd, h)),
+                  Spec(p + "self_attn.v_proj.weight", "BF16", (kv * hd, h)),
+                  Spec(p + "self_attn.o_proj.weight", "BF16", (h, heads * hd)),
+                  Spec(p + "mlp.gate_proj.weight", "BF16", (inter, h)), Spec(p + "mlp.up_proj.weight", "BF16", (inter, h)),
+                  Spec(p + "mlp.down_proj.weight", "BF16", (h, inter)),
+                  Spec(p + "input_layernorm.weight", "BF16", (h,)), Spec(p + "post_attention_layernorm.weight", "BF16", (h,))]  # fmt: skip
+    write_tiny_model(root, name)
+    write_sharded(root, {"model-00001-of-00001.safetensors": specs}, config)
+    return root

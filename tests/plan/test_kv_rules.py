@@ -150,3 +150,17 @@ def test_cpu_mla_block_size_depends_on_amx(monkeypatch: pytest.MonkeyPatch, tmp_
         result = plan(PlanRequest(config=path, hardware="cpu", kv_cache_gib=1, max_model_len=2048))
         assert result.block_size == block
         assert result.kv.num_blocks == GIB // (4 * block * 192 * 2)
+
+
+def test_a_kv_size_given_over_the_budget_does_not_fit(tmp_path: Path) -> None:
+    """``--kv-cache-gib`` bypasses the ledger as vLLM's kv_cache_memory_bytes does, but vLLM still allocates it:
+    a size the budget cannot hold was planned as fitting (a trial then started a candidate that cannot)."""
+    from tests.ckptgen.tiny import write_tiny_checkpoint
+
+    from seatrial.plan import check_launch
+
+    ckpt = write_tiny_checkpoint(tmp_path / "ckpt")
+    for hardware in ("h100", "cpu"):
+        over = check_launch(ckpt, hardware=hardware, kv_cache_gib=100_000, host_reserve_gib=1)
+        assert not over.fits and [f.code for f in over.findings if f.severity == "error"] == ["kv_exceeds_budget"]
+        assert check_launch(ckpt, hardware=hardware, kv_cache_gib=1, host_reserve_gib=1).fits

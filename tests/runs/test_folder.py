@@ -40,3 +40,20 @@ def test_a_run_opened_again_rewrites_its_summary_and_keeps_its_run_json(tmp_path
         again.add_request({"request_id": "r0"})  # a run opened again appends no requests
     with pytest.raises(ConfigError, match="holds no run"):
         RunFolder.existing(tmp_path)
+
+
+def test_a_capacity_folder_over_fresh_starts_reads_as_the_replicas_summary(tmp_path: Path) -> None:
+    """``capacity --starts N`` writes command ``capacity`` with the replica's summary: read against the one-start
+    model it was "not the capacity summary seatrial writes", so no report (a trial's page) could show it."""
+    from seatrial.errors import ConfigError
+    from seatrial.runs.folder import RunFolder, read_run
+    from seatrial.runs.summaries.capacity import ReplicaCapacity, StartSearch
+
+    replica = ReplicaCapacity(unit="req/s", starts=[StartSearch(start=1, seed=3, capacity=8.0)], capacity=8.0,
+                              confidence=0.9, method="one start", label="one start")  # fmt: skip
+    with RunFolder(tmp_path / "run", "capacity", {}, requests=False) as folder:
+        folder.write_summary(replica)
+    assert read_run(tmp_path / "run")[1]["capacity"] == 8.0
+    (tmp_path / "run" / "summary.json").write_text('{"starts": [], "capacity": "lots"}')
+    with pytest.raises(ConfigError, match="capacity: Input should be a valid number"):
+        read_run(tmp_path / "run")

@@ -84,7 +84,7 @@ def bad_values(flag: str, places: dict[str, Path], fresh: bool) -> list[tuple[st
 def test_a_bad_output_path_is_exit_2_before_anything_else(
     places: dict[str, Path], path: tuple[str, ...], flag: str
 ) -> None:
-    fresh = path != ("experiment",)  # experiment --resume continues a folder that holds a run
+    fresh = path not in (("experiment",), ("trial",))  # --resume continues a folder that holds a run
     for value, says in bad_values(flag, places, fresh):
         result = invoke([*path, flag, value])  # nothing else given: the path is what is refused
         assert result.code == 2 and flag in result.output and says in result.output, (value, result.output)

@@ -9,7 +9,8 @@ THROUGHPUT_PLATEAU  no queue, and most missed requests broke a TPOT or E2E bound
 SLO_CLIFF           most missed requests broke the TTFT bound with no queue seen (prefill time, or a
                     queue the engine does not export).
 CLIENT_BOUND        the search stopped on a probe the client did not deliver (INVALID).
-NONE                no probe failed to meet the target (the capacity is at least the highest probe).
+NONE                no probe failed to meet the target (the capacity is at least the highest probe), or the
+                    lowest one not shown to meet it had no request break the SLO (INCONCLUSIVE: too few).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def limit(probes: list[Probe], capacity: float | None) -> Limit:
             classification="KV_PRESSURE",
             reason=f"{where}: {srv.preemptions or 0:.0f} preemptions, KV usage max {(srv.kv_cache_usage_max or 0):.0%}",
         )
+    if not any(missed.values()):
+        return Limit(classification="NONE", reason=f"{where}: no request broke the SLO; the search ran out of "
+                     "requests before it could tell the load met it")  # fmt: skip
     ttft = missed.get("ttft_ms", 0)
     decode = max(missed.get("tpot_ms", 0), missed.get("e2e_ms", 0))
     queued = (srv.waiting_max or 0) > 0

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # seatrial.cli.<name> defines ``register(app)`` adding command <name>.
 COMMANDS = (
     "audit", "plan", "convert", "guard", "sync", "doctor", "hw", "io", "bench", "accept", "capacity", "experiment",
-    "compare", "report", "demo",
+    "compare", "trial", "report", "demo",
 )  # fmt: skip
 
 

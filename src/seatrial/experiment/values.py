@@ -12,7 +12,7 @@ import numpy as np
 from seatrial.experiment.plan import CAPACITY
 from seatrial.load.metric_table import LEVEL_METRICS
 from seatrial.stats import TAIL_SAMPLES, min_samples, tail_count
-from seatrial.stats.effects import Effect, statistic, welch_log
+from seatrial.stats.effects import Effect, bracket_variance, statistic, welch_log
 
 #: One valid level of one start: its summary, "values" (request values by metric), and where the
 #: experiment gives them "start", "slot" (its place in the run order), "stalled" (a reason or None);
@@ -75,9 +75,7 @@ def bracket_var(levels: list[Level], metric: str) -> float:
     if not metric.startswith(f"{CAPACITY}:"):
         return 0.0
     name = metric.partition(":")[2]
-    widths = [math.log(hi / lo) ** 2 / 12 for lv in levels
-              if (b := (lv.get("capacity_brackets") or {}).get(name)) and (lo := b[0]) and (hi := b[1])]  # fmt: skip
-    return sum(widths) / len(widths) if widths else 0.0
+    return bracket_variance(b for lv in levels if (b := (lv.get("capacity_brackets") or {}).get(name)))
 
 
 def shortfall(base: list[Level], treat: list[Level], metric: str) -> str | None:

@@ -28,6 +28,14 @@ def _budget(r: PlanResult, arch: Arch, src: Source, stages: list[Hardware]) -> I
                 f"{led.gpu_budget_gib:.2f} GiB (gmu {r.gpu_memory_utilization:.2f} x "
                 f"{led.memory_gib:.2f} GiB)",
             )
+        elif led.remainder_gib < 0:  # a KV size given (--kv-cache-gib) that the budget does not hold
+            yield Finding(
+                code="kv_exceeds_budget",
+                severity="error",
+                message=f"stage {led.stage} ({led.hardware}): the KV cache given ({led.kv_cache_gib:.2f} GiB) and "
+                f"the weights, non-torch and activation ({fixed:.2f} GiB) exceed the GPU budget "
+                f"{led.gpu_budget_gib:.2f} GiB by {-led.remainder_gib:.2f} GiB: the allocation fails at start",
+            )
         elif fixed > 0.95 * led.gpu_budget_gib:
             yield Finding(
                 code="weights_near_budget",

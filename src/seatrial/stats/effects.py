@@ -31,7 +31,7 @@ Definitions (also in docs/statistics.md)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,6 +99,13 @@ def pooled_sd(la: np.ndarray, lb: np.ndarray) -> float | None:
         return None
     ss = sum(float(((x - x.mean()) ** 2).sum()) for x in (la, lb) if len(x))
     return math.sqrt(ss / dof)
+
+
+def bracket_variance(brackets: Iterable[tuple[float | None, float | None]]) -> float:
+    """The mean over starts of ln(hi/lo)^2 / 12: the variance of a log value known only to lie in its search's
+    bracket [lo, hi) (starts with no failing load above them are left out; 0 with none)."""
+    widths = [math.log(hi / lo) ** 2 / 12 for lo, hi in brackets if lo and hi]
+    return sum(widths) / len(widths) if widths else 0.0
 
 
 def welch_log(

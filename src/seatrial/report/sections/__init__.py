@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 Section = Callable[[dict[str, Any]], str | None]
@@ -19,8 +20,23 @@ BY_COMMAND: dict[str, tuple[str, ...]] = {
     "io": ("io",),
     "sync": ("fleet:sync_section",),
     "doctor": ("fleet:doctor_section",),
+    "trial": ("trial",),
+    "trial-checkpoint": ("trial:checkpoint_section",),
     "demo": ("demo", "fleet:demo_section", "capacity", "experiment", "hw", "trials", "bench"),
 }
+
+
+#: command -> ``module:function`` giving the fragments of the run folders inside its own (a trial's stages)
+NESTED: dict[str, str] = {"trial": "trial:stage_pages"}
+
+
+def nested_for(command: str | None) -> Callable[[Path, dict[str, Any]], list[str]] | None:
+    spec = NESTED.get(command or "")
+    if spec is None:
+        return None
+    module, _, function = spec.partition(":")
+    fn: Callable[[Path, dict[str, Any]], list[str]] = getattr(import_module(f"seatrial.report.sections.{module}"), function)
+    return fn
 
 
 def sections_for(command: str | None) -> list[Section]:

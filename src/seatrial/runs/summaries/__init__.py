@@ -17,7 +17,11 @@ BY_COMMAND: dict[str, str] = {
     "io": "io:IoSummary",
     "sync": "fleet:SyncSummary",
     "doctor": "fleet:DoctorSummary",
+    "trial": "trial:TrialSummary",
 }
+
+#: (command, a key only that shape has) -> its model: ``capacity --starts N`` writes the replica's capacity
+BY_KEY: dict[tuple[str, str], str] = {("capacity", "starts"): "capacity:ReplicaCapacity"}
 
 #: pydantic error types that are a version's drift (a field added or dropped since), not a wrong shape
 _DRIFT = {"extra_forbidden", "missing"}
@@ -29,7 +33,7 @@ def shape_errors(command: str | None, summary: dict[str, Any]) -> list[str]:
     between versions)."""
     from pydantic import ValidationError
 
-    spec = BY_COMMAND.get(command or "")
+    spec = next((m for (c, key), m in BY_KEY.items() if c == command and key in summary), BY_COMMAND.get(command or ""))
     if spec is None:
         return []
     module, _, name = spec.partition(":")
