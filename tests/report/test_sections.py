@@ -11,12 +11,10 @@ EVIDENCE = Path(__file__).resolve().parents[2] / "evidence" / "h200x2" / "hw_h20
 BENCH = {"command": "bench"}
 
 
-def test_hw_sheet_renders_from_a_hw_run_and_from_a_combined_summary() -> None:
-    sheet = json.loads(EVIDENCE.read_text())
-    for summary, command in ((sheet, "hw"), ({"hw": sheet, "steps": []}, "demo")):
-        page = render_html(summary, "t", {"command": command})
-        assert "collectives" in page and "REVIEW_REQUIRED" in page and "NVIDIA H200" in page
-        assert "Load levels" not in page
+def test_hw_sheet_renders_from_a_hw_run() -> None:
+    page = render_html(json.loads(EVIDENCE.read_text()), "t", {"command": "hw"})
+    assert "collectives" in page and "REVIEW_REQUIRED" in page and "NVIDIA H200" in page
+    assert "Load levels" not in page
 
 
 def test_unknown_summary_says_so() -> None:

@@ -111,3 +111,26 @@ def test_every_default_is_stated_in_the_plan_model(ckpt: Path) -> None:
     plan = TrialPlan.model_validate(synthetic_plan(ckpt) | {"stages": {}})
     assert plan.stages.run == ["checkpoint", "hardware", "io", "fleet", "serving", "capacity", "decision"]
     assert plan.stages.capacity.starts == 2 and plan.stages.io.trials == ["storage.read", "storage.write", "storage.load"]
+
+
+def test_the_readme_s_plan_for_an_8_gpu_node_is_a_valid_plan() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("### `seatrial trial`"):]
+    doc = yaml.safe_load(section[section.index("```yaml") + 7 : section.index("```", section.index("```yaml") + 7)])
+    plan = TrialPlan.model_validate(doc)
+    assert plan.deployment.ssh_hosts == ["gpu-a", "gpu-b"] and [c.gpus for c in plan.candidates] == [4, 8]
+
+
+def test_a_gguf_checkpoint_is_unavailable_at_stage_0_and_drops_what_needs_safetensors(tmp_path: Path) -> None:
+    """llama.cpp's checkpoint is one GGUF file: no audit or memory plan reads it, said; a candidate that asks for a
+    plan is dropped before any start, the others go on."""
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(60))
+    path = write_plan(tmp_path / "p.yaml", synthetic_plan(gguf))
+    got = invoke(["trial", str(path), "--out", str(tmp_path / "out"), "--only", "checkpoint", "--json", str(tmp_path / "s.json")])
+    summary = yaml.safe_load((tmp_path / "s.json").read_text())
+    stage = summary["stages"][0]
+    assert got.code == 8 and stage["verdict"] == "UNAVAILABLE" and "is a GGUF file" in stage["reason"], got.output
+    dropped = {c["name"]: c["reason"] for c in summary["candidates"] if c["dropped"]}
+    assert dropped == {n: "plan: reads a safetensors checkpoint, not model.gguf" for n in ("eight", "misfit")}
+    assert [s["reason"] for s in summary["stages"][1:]] == ["not run: not chosen (--only / --until)"] * 6

@@ -249,15 +249,3 @@ def test_compare_reads_the_accept_folder_through_its_summary(run: tuple[Path, di
     (bad / "summary.json").write_text(json.dumps({**summary, "trials": [{"name": "basic"}]}))
     with pytest.raises(ConfigError, match=r"summary\.json.*verdict"):
         load_runs(bad)
-
-
-def test_a_demo_summary_shows_the_accept_section(run: tuple[Path, dict[str, Any]]) -> None:
-    """The demo keeps accept's fields at its top level beside bench's (``model``, ``levels``) and without
-    ``model``/``server`` of its own; the section reads them through AcceptSummary.part_of."""
-    from seatrial.report.html import render_html
-
-    summary = run[1]
-    kept = {k: summary[k] for k in ("trials", "passed", "not_measured", "counts", "scale", "url")}
-    page = render_html({"steps": [], **kept, "model": "bench-model", "levels": []}, "t", {"command": "demo"})
-    assert "Acceptance trials" in page and "model bench-model" in page and "Saturation: throughput" in page
-    assert "Acceptance trials" not in render_html({"steps": []}, "t", {"command": "demo"})

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from seatrial.cli.common import console, emit_json, escape, json_target, out, out_folder_to_resume
+
+if TYPE_CHECKING:
+    from seatrial.runs.summaries.trial import TrialSummary
 
 
 def trial(
@@ -36,7 +39,6 @@ def trial(
         from seatrial.errors import ConfigError
 
         raise ConfigError("give the plan (PLAN.yaml), or --example to print one")
-    from seatrial.report.html import write_report
     from seatrial.trial.plan import load_plan
     from seatrial.trial.run import TrialOptions, run_trial
 
@@ -44,6 +46,13 @@ def trial(
     target = out_dir or Path("runs") / time.strftime("trial-%Y%m%d-%H%M%S")
     opts = TrialOptions(out=target, resume=resume, only=only, until=until, continue_on_fail=continue_on_fail)
     summary = run_trial(plan, opts, log=lambda m: console.print(escape(m), highlight=False))
+    finish(summary, target, json_path)
+
+
+def finish(summary: TrialSummary, target: Path, json_path: Path | None) -> None:
+    """The trial's report, its ladder, profiles and diagnosis on the console, --json, and its exit code."""
+    from seatrial.report.html import write_report
+
     write_report(target)
     for s in summary.stages:
         mark = " (reused)" if s.reused else ""

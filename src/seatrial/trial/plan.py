@@ -45,7 +45,9 @@ class RayNodes(_Model):
 
 
 class Deployment(_Model):
-    checkpoint: Path | None = Field(None, description="The checkpoint folder (safetensors, config.json)")
+    checkpoint: Path | None = Field(
+        None, description="The checkpoint folder (safetensors, config.json), or a GGUF file (llama.cpp)"
+    )
     tiny_model: bool = Field(False, description="seatrial's tiny random-weight model, made in the trial folder")
     nodes: Literal["local"] | list[str] | RayNodes = Field(
         "local", description="local; the checkpoint's places on the nodes as sync takes them ([user@]host:/path, "
@@ -82,6 +84,13 @@ class Deployment(_Model):
     def places(self) -> list[str]:
         """The checkpoint's places on the nodes (none for ``local`` and Ray)."""
         return self.nodes if isinstance(self.nodes, list) else []
+
+    @property
+    def ssh_hosts(self) -> list[str]:
+        """The ssh hosts the places name, once each (a ``local:`` place is this host)."""
+        from seatrial.fleet.nodes import parse_place
+
+        return list(dict.fromkeys(h for p in self.places if (h := parse_place(p).host)))
 
 
 class LaunchPlan(_Model):

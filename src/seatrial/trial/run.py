@@ -190,8 +190,8 @@ def checkpoint_of(plan: TrialPlan, out: Path, log: Log) -> Path:
             make_tiny_model(path, max_len=4096, weights=True)
         return path
     assert dep.checkpoint is not None
-    if not dep.checkpoint.is_dir():
-        raise ConfigError(f"deployment.checkpoint: {dep.checkpoint} is not a folder")
+    if not dep.checkpoint.is_dir() and not (dep.checkpoint.is_file() and dep.checkpoint.suffix == ".gguf"):
+        raise ConfigError(f"deployment.checkpoint: {dep.checkpoint} is not a folder (nor a .gguf file)")
     return dep.checkpoint
 
 

@@ -22,7 +22,6 @@ BY_COMMAND: dict[str, tuple[str, ...]] = {
     "doctor": ("fleet:doctor_section",),
     "trial": ("trial",),
     "trial-checkpoint": ("trial:checkpoint_section",),
-    "demo": ("demo", "fleet:demo_section", "capacity", "experiment", "hw", "trials", "bench"),
 }
 
 

@@ -1,5 +1,5 @@
 """Fleet section: a sync's destinations and their verification, and a doctor's item diff (a sync or doctor
-run folder, or the demo's, which holds both under ``sync`` and ``doctor``)."""
+run folder; a trial's fleet stage holds one of each)."""
 
 from __future__ import annotations
 
@@ -38,12 +38,3 @@ def sync_section(summary: dict[str, Any]) -> str | None:
 def doctor_section(summary: dict[str, Any]) -> str | None:
     return "".join(doctor_part(DoctorSummary.model_validate(summary)))
 
-
-def demo_section(summary: dict[str, Any]) -> str | None:
-    """The demo's sync and doctor steps (each present only when that step ran)."""
-    parts = []
-    if summary.get("sync"):
-        parts += sync_part(SyncSummary.model_validate(summary["sync"]))
-    if summary.get("doctor"):
-        parts += doctor_part(DoctorSummary.model_validate(summary["doctor"]))
-    return "".join(parts) or None

@@ -21,8 +21,6 @@ TELEMETRY_COLUMNS = (
 
 
 def _sheet(summary: dict[str, Any]) -> HwSummary | None:
-    if isinstance(summary.get("hw"), dict):  # a demo's summary holds the sheet under "hw"
-        return HwSummary.model_validate(summary["hw"])
     if "gpus" in summary and "trials" in summary:  # a `seatrial hw` run folder
         return HwSummary.model_validate(summary)
     return None

@@ -76,6 +76,8 @@ def section(summary: dict[str, Any]) -> str | None:
 
 def checkpoint_section(summary: dict[str, Any]) -> str | None:
     """Stage 0: the audit's totals and each candidate's memory plan (its ledger where it was checked)."""
+    if "gguf" in summary:
+        return f"<p>{e(summary['gguf'])}: a GGUF file of {summary['bytes']:,} bytes (audit and plan read safetensors)</p>"
     if "audit" not in summary:
         return None
     audit = summary["audit"]

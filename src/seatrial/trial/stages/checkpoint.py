@@ -17,6 +17,8 @@ def run(ctx: TrialContext) -> Outcome:
     from seatrial.checkpoint import audit
 
     folder = ctx.folder("checkpoint")
+    if ctx.checkpoint.is_file():  # a GGUF (llama.cpp): nothing here reads one
+        return _gguf(ctx)
     report = audit(ctx.checkpoint).model_dump(mode="json")
     errors = [f["message"] for f in report["findings"] if f["severity"] == "error"]
     summary: dict[str, Any] = {"audit": report, "candidates": {}}
@@ -71,3 +73,17 @@ def _plan(ctx: TrialContext, cand: Candidate, model: str | None) -> dict[str, An
         "max_concurrency": result.max_concurrency,
         "ledger": result.render_ledger(),
     }
+
+
+def _gguf(ctx: TrialContext) -> Outcome:
+    """A GGUF checkpoint: the audit, the memory plan and convert read safetensors, so none of them runs; a
+    candidate that asks for a plan or a conversion is dropped, said."""
+    asks = {c.name: "plan:" if c.plan else "convert:" for c in ctx.plan.candidates if c.plan or c.convert}
+    dropped = {name: f"{what} reads a safetensors checkpoint, not {ctx.checkpoint.name}" for name, what in asks.items()}
+    record(ctx.folder("checkpoint"), "trial-checkpoint", {"checkpoint": str(ctx.checkpoint)},
+           {"gguf": str(ctx.checkpoint), "bytes": ctx.checkpoint.stat().st_size, "candidates": {}})  # fmt: skip
+    data = {"dropped": dropped}
+    if len(dropped) == len(ctx.plan.candidates):
+        return Outcome("FAIL", "no candidate left: " + "; ".join(f"{k} {v}" for k, v in dropped.items()), data, 1)
+    return Outcome("UNAVAILABLE", f"{ctx.checkpoint.name} is a GGUF file: audit and memory plan read safetensors", data)
+

@@ -15,6 +15,8 @@ def run(ctx: TrialContext) -> Outcome:
     places = ctx.plan.deployment.places
     if not places:
         return Outcome("UNAVAILABLE", "one node: nothing to replicate or compare (deployment.nodes is not a list)")
+    if not ctx.checkpoint.is_dir():
+        return Outcome("UNAVAILABLE", f"{ctx.checkpoint.name} is a file: sync and doctor replicate a folder")
     folder = ctx.folder("fleet")
     synced = sync(ctx.checkpoint, places, verify="full")
     record(folder / "sync", "sync", {"src": str(ctx.checkpoint), "dests": places}, synced)

@@ -33,7 +33,7 @@ def run(ctx: TrialContext) -> Outcome:
         indices = [g.index for g in hw.report.gpus]
     record(ctx.folder("hardware"), "hw", cfg.model_dump(mode="json"), summary)
     out = judged(rows, "hw")
-    if ctx.plan.deployment.places:
+    if ctx.plan.deployment.ssh_hosts:
         out.reason = f"{out.reason}; this host only: hw does not reach ssh nodes (use a Ray cluster)"
     out.data = _data(rows, failed, indices if failed else [])
     if failed:

@@ -9,7 +9,7 @@ from seatrial.trial.plan import RayNodes
 
 
 def run(ctx: TrialContext) -> Outcome:
-    from seatrial.fleet.nodes import Ssh, parse_place
+    from seatrial.fleet.nodes import Ssh
     from seatrial.io.models import IoConfig
     from seatrial.io.nodes import Node, parse_node
     from seatrial.io.raynode import ray_nodes
@@ -17,7 +17,7 @@ def run(ctx: TrialContext) -> Outcome:
 
     st = ctx.plan.stages.io
     cfg = IoConfig(trials=st.trials, repeats=st.repeats, runtime_s=st.runtime_s, size_mib=st.size_mib, jobs=st.jobs,
-                   max_cv=st.max_cv, checkpoint=str(ctx.checkpoint),
+                   max_cv=st.max_cv, checkpoint=str(ctx.checkpoint) if ctx.checkpoint.is_dir() else None,
                    path=str(st.path or ctx.folder("io") / "scratch"))  # fmt: skip
     (ctx.folder("io") / "scratch").mkdir(parents=True, exist_ok=True)
     ssh = Ssh()
@@ -26,8 +26,7 @@ def run(ctx: TrialContext) -> Outcome:
     if isinstance(nodes, RayNodes):
         found = list(ray_nodes(nodes.ray, ssh))
     else:
-        hosts = ["local"] + [h for p in ctx.plan.deployment.places if (h := parse_place(p).host)]
-        found = [parse_node(h, ssh) for h in dict.fromkeys(hosts)]
+        found = [parse_node(h, ssh) for h in ["local", *ctx.plan.deployment.ssh_hosts]]
     summary = run_io(cfg, found)
     record(ctx.folder("io"), "io", cfg.model_dump(mode="json"), summary_json(summary, []))
     out = judged([r.as_trial() for r in summary.rows()], "io")

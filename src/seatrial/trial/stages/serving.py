@@ -1,6 +1,7 @@
 """Stage 4, serving (seed 004's Stage 3a): each remaining candidate launched under ``seatrial guard`` and
-``seatrial accept``'s profile run against it. A candidate that does not start, or whose trials do not pass, is
-dropped with the reason; the stage FAILs when none is left."""
+``seatrial accept``'s profile run against it. A candidate that does not start, or whose trials FAIL, is dropped
+with the reason (one whose trials ask for review is kept, and the stage asks too); the stage FAILs when none is
+left."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def run(ctx: TrialContext) -> Outcome:
         ctx.log(f"   {cand.name}: starting under seatrial guard")
         per[cand.name] = got = _one(ctx, cand)
         ctx.log(f"   {cand.name}: {got['line']}")
-        if not got["passed"]:
+        if got["verdict"] == "FAIL":
             dropped[cand.name] = f"serving: {got['line']}"
     data = {"candidates": per, "dropped": dropped}
     if not per:
@@ -29,8 +30,10 @@ def run(ctx: TrialContext) -> Outcome:
     if len(dropped) == len(per):
         code = ENGINE_EXIT if all(p.get("engine_error") for p in per.values()) else 1
         return Outcome("FAIL", "no candidate passed: " + "; ".join(f"{k}: {v}" for k, v in dropped.items()), data, code)
-    if dropped:
-        return Outcome("REVIEW_REQUIRED", f"dropped {', '.join(dropped)}; {len(per) - len(dropped)} passed", data, 1)
+    review = [k for k, p in per.items() if p["verdict"] not in ("PASS", "FAIL")]
+    if dropped or review:
+        said = [f"dropped {', '.join(dropped)}" if dropped else "", f"review {', '.join(review)}" if review else ""]
+        return Outcome("REVIEW_REQUIRED", "; ".join(filter(None, said)), data, 1)
     return Outcome("PASS", f"{len(per)} candidate(s) passed accept", data)
 
 
@@ -45,14 +48,14 @@ def _one(ctx: TrialContext, cand: Candidate) -> dict[str, Any]:
     try:
         server = serve.start(serve.argv([], port, folder / "guard-history.jsonl"), folder / "server.log", port, {})
     except EngineError as exc:
-        return {"passed": False, "engine_error": True, "line": f"did not start: {brief(exc)}"}
+        return {"verdict": "FAIL", "engine_error": True, "line": f"did not start: {brief(exc)}"}
     try:
         summary = run_accept(server.url, profile=st.profile, trials=st.trials, scale=st.scale,
                              out_dir=folder / "accept")  # fmt: skip
         verdict = judged(summary["trials"], "accept")
     except SeatrialError as exc:
-        return {"passed": False, "line": f"accept did not run: {brief(exc)}", "startup_s": server.ready_s}
+        return {"verdict": "FAIL", "line": f"accept did not run: {brief(exc)}", "startup_s": server.ready_s}
     finally:
         server.stop(serve.stop_grace_s)
-    return {"passed": verdict.verdict == "PASS", "line": verdict.reason, "verdicts": {t["name"]: t["verdict"] for t in summary["trials"]},
+    return {"verdict": verdict.verdict, "line": verdict.reason, "verdicts": {t["name"]: t["verdict"] for t in summary["trials"]},
             "startup_s": server.ready_s, "folder": f"{folder.name}/accept"}  # fmt: skip
