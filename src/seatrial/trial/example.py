@@ -42,7 +42,7 @@ candidates:
 # its workload (bench's settings, not the load: the capacity stage sets that) and its peak rate
 profiles:
   - name: interactive
-    slo: {{ttft_ms: 500}}
+    slo: {{ttft_ms: 300}}
     attainment: 0.8
     workload: {{model: tiny, workload: random, input_len: 64, output_len: 64, warmup: 2, max_lag_ms: 1000}}
     peak_req_s: {peak}
@@ -52,8 +52,8 @@ stages:
   hardware: {{duration_s: 3}}
   io: {{trials: [storage.read, storage.write], repeats: 3, runtime_s: 1, size_mib: 64, jobs: 1, max_cv: 0.5}}
   serving: {{scale: small, trials: [basic]}}
-  capacity: {{starts: 2, start: 4, min_rate: 0.25, precision: 0.5, probe_requests: 30, max_probe_requests: 60,
-             time_budget: 2m}}
+  capacity: {{starts: 3, start: 4, min_rate: 0.25, precision: 0.3, probe_requests: 30, max_probe_requests: 200,
+             time_budget: 90s}}
 """
 
 

@@ -20,6 +20,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from seatrial.capacity.config import CapacityConfig
+from seatrial.load.goodput import parse_slo
 from seatrial.load.settings import BenchSettings
 from seatrial.server.serve import Serve
 
@@ -145,12 +146,7 @@ class Profile(_Model):
     def _check_name(cls, v: str) -> str:
         return _name(v)
 
-    @field_validator("slo", mode="before")
-    @classmethod
-    def _slo(cls, v: object) -> object:
-        from seatrial.load.goodput import parse_slo
-
-        return parse_slo(v)  # type: ignore[arg-type]
+    _slo = field_validator("slo", mode="before")(classmethod(lambda cls, v: parse_slo(v)))
 
     @field_validator("workload")
     @classmethod
