@@ -52,8 +52,8 @@ stages:
   hardware: {{duration_s: 3}}
   io: {{trials: [storage.read, storage.write], repeats: 3, runtime_s: 1, size_mib: 64, jobs: 1, max_cv: 0.5}}
   serving: {{scale: small, trials: [basic]}}
-  capacity: {{starts: 3, start: 4, min_rate: 0.25, precision: 0.3, probe_requests: 30, max_probe_requests: 200,
-             time_budget: 90s}}
+  capacity: {{starts: 3, start: 4, min_rate: 0.25, precision: 0.3, probe_requests: 30, max_probe_requests: 400,
+             time_budget: 100s}}
 """
 
 
