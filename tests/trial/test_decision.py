@@ -18,21 +18,21 @@ from seatrial.trial.stages.decision import run
 E2E_MS, TOK_S = 400.0, 300.0
 
 
-def _start(cap: float | None, upper: float | None) -> dict[str, Any]:
+def _start(cap: float | None, upper: float | None, tok_s: float = TOK_S) -> dict[str, Any]:
     if cap is None:
         return {"start": 1, "capacity": None, "error": None, "startup_s": 1.0}
     bound = Capacity(mode="rate", rate_req_s=cap, upper_rate_req_s=upper, attainment_target=0.8, slo={"ttft_ms": 150},
                      confidence=0.9, found=True, stop_reason="bracket")  # fmt: skip
     probe = Probe(rate_req_s=cap, requests=60, good=58, attainment=0.97, attainment_ci=[0.9, 0.99], n_eff=60,
                   method="wilson", verdict="MEETS", valid=True, runs=1, levels=[0], ttft_ms=Distribution(),
-                  tpot_ms=Distribution(), e2e_ms=Distribution(mean=E2E_MS), output_tok_s=TOK_S,
+                  tpot_ms=Distribution(), e2e_ms=Distribution(mean=E2E_MS), output_tok_s=tok_s,
                   achieved_rate_req_s=cap, mean_in_flight=1.0, missed_by={}, server=ProbeServer())  # fmt: skip
     return {"start": 1, "capacity": cap, "error": None, "startup_s": 1.0, "upper": upper,
             "bound": bound.model_dump(mode="json"), "probe": probe.model_dump(mode="json")}  # fmt: skip
 
 
-def _row(bound: float | None, starts: list[tuple[float | None, float | None]]) -> dict[str, Any]:
-    return {"capacity": bound, "below": None, "method": "t", "starts": [_start(c, u) for c, u in starts],
+def _row(bound: float | None, starts: list[tuple[float | None, float | None]], tok_s: float = TOK_S) -> dict[str, Any]:
+    return {"capacity": bound, "below": None, "method": "t", "starts": [_start(c, u, tok_s) for c, u in starts],
             "line": f"{bound}"}  # fmt: skip
 
 
@@ -80,3 +80,15 @@ def test_starts_that_do_not_tell_two_candidates_apart_are_said_with_both_names()
 def test_no_candidate_holding_the_slo_fails_the_decision_and_names_none() -> None:
     got = _decide({"eight": _row(None, [(None, None), (None, None)])})
     assert got.verdict == "FAIL" and got.exit_code == 1 and got.data["profiles"][0]["candidate"] is None
+
+
+def test_a_tie_on_gpus_and_capacity_goes_to_the_cheaper_tokens_not_the_first_listed() -> None:
+    rows = {"eight": _row(8.0, [(8.0, 9.0), (8.0, 9.0)], tok_s=200.0), "two": _row(8.0, [(8.0, 9.0), (8.0, 9.0)], tok_s=300.0)}
+    (p,) = _decide(rows).data["profiles"]
+    assert p["candidate"] == "two" and "floor" not in p["reason"]
+
+
+def test_a_search_that_never_broke_the_slo_makes_the_capacity_a_floor_said_in_the_reason() -> None:
+    (p,) = _decide({"eight": _row(8.0, [(8.0, None), (8.0, 9.0)])}).data["profiles"]
+    assert "the search of start 1 ended before a load that broke the SLO" in p["reason"]
+    assert "7 replicas is at most what the peak needs" in p["reason"]

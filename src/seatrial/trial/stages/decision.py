@@ -34,14 +34,31 @@ def _profile(ctx: TrialContext, prof: Profile, per: dict[str, dict[str, Any]]) -
     if not held:
         base.reason = "no candidate held the SLO: " + "; ".join(f"{k} {r['line']}" for k, r in per.items()) if per else "no candidate measured"
         return base
-    best = min(held, key=lambda k: (held[k]["gpus"], -held[k]["capacity_req_s"]))
+    best = min(held, key=lambda k: _cost_order(held[k]))
     apart = {k: _distinguishable(per[best], per[k], ctx.plan.stages.capacity.confidence) for k in held if k != best}
     same = [k for k, ok in apart.items() if not ok]
     reason = f"least GPUs for {prof.peak_req_s:g} req/s: {held[best]['gpus']}"
     if same:
         reason += f"; {best} and {', '.join(same)} are not distinguishable over their starts"
+    if floor := _floor(per[best]):
+        reason += f"; {floor}: its capacity is a floor, so {held[best]['replicas']} replicas is at most what the peak needs"
     return base.model_copy(update={"candidate": best, **{k: held[best][k] for k in _SIZED}, "reason": reason,
                                    "distinguishable_from": [k for k, ok in apart.items() if ok]})  # fmt: skip
+
+
+def _cost_order(f: dict[str, Any]) -> tuple[float, float, float]:
+    """The least cost first: fewest GPUs (the hourly cost), then the most capacity (headroom), then the least
+    USD per 1M output tokens."""
+    usd = f["usd_per_1m_output_tokens"]
+    return (f["gpus"], -f["capacity_req_s"], usd if usd is not None else math.inf)
+
+
+def _floor(r: dict[str, Any]) -> str:
+    """Which starts' searches ended before a load the SLO did not hold: their time budget ran out, or no probe
+    up to the highest allowed failed ('' where every search found its limit)."""
+    ended = [s["start"] for s in r["starts"] if s.get("bound") and (s["bound"].get("ended_early") == "budget"
+                                                                    or s["bound"].get("upper_rate_req_s") is None)]  # fmt: skip
+    return f"the search of start {', '.join(map(str, ended))} ended before a load that broke the SLO" if ended else ""
 
 
 _SIZED = ("capacity_req_s", "capacity_starts", "replicas", "gpus", "concurrency_quota", "usd_per_1m_output_tokens")
