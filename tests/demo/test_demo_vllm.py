@@ -39,7 +39,8 @@ def test_the_demo_is_the_example_plans_trial_and_picks_max_num_seqs_8(tiny_model
 
     (profile,) = summary["profiles"]
     caps = {c["name"]: c["capacity_req_s"] for c in profile["candidates"]}
-    assert profile["candidate"] == "seqs-8" and caps["seqs-8"] > caps["seqs-2"], profile
+    # seqs-2 may have no capacity at all: a start whose search measured nothing leaves its replica without one
+    assert profile["candidate"] == "seqs-8" and caps["seqs-8"] > (caps["seqs-2"] or 0), profile
     bound = json.loads((out / "5-capacity" / "seqs-8--interactive" / "summary.json").read_text())["capacity"]
     assert profile["capacity_req_s"] == bound and profile["replicas"] == math.ceil(20.0 / bound - 1e-9)
     assert profile["gpus"] == profile["replicas"] and profile["usd_per_1m_output_tokens"] > 0

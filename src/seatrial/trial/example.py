@@ -42,8 +42,8 @@ candidates:
 # its workload (bench's settings, not the load: the capacity stage sets that) and its peak rate
 profiles:
   - name: interactive
-    slo: {{ttft_ms: 300}}
-    attainment: 0.8
+    slo: {{ttft_ms: 300}}         # half of the requests start within 300 ms: the server is not overloaded
+    attainment: 0.5
     workload: {{model: tiny, workload: random, input_len: 64, output_len: 64, warmup: 2, max_lag_ms: 1000}}
     peak_req_s: {peak}
 
@@ -52,7 +52,7 @@ stages:
   hardware: {{duration_s: 3}}
   io: {{trials: [storage.read, storage.write], repeats: 3, runtime_s: 1, size_mib: 64, jobs: 1, max_cv: 0.5}}
   serving: {{scale: small, trials: [basic]}}
-  capacity: {{starts: 3, start: 4, min_rate: 0.25, precision: 0.3, probe_requests: 30, max_probe_requests: 400,
+  capacity: {{starts: 3, start: 4, min_rate: 0.25, precision: 0.3, probe_requests: 30, max_probe_requests: 200,
              time_budget: 100s}}
 """
 
