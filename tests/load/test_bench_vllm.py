@@ -59,7 +59,10 @@ def test_bench_c1_c4_complete_run_folder(vllm_server: LocalEngine, tmp_path: Pat
     )
     assert all(r["response_id"] == f"cmpl-{r['request_id']}" for r in measured)  # vLLM took our X-Request-Id
     # chunks timed by the kernel's arrival times (per segment where the run may capture packets: root)
-    assert all(r["stamps"] == ("packet" if os.geteuid() == 0 else "kernel") for r in measured)
+    # (a connection whose opening the capture had not yet taken in falls back to the kernel's per-read times:
+    # seen in CI, 2026-12-07; never user-space times)
+    stamps = {r["stamps"] for r in measured}
+    assert stamps <= {"packet", "kernel"} and ("packet" in stamps if os.geteuid() == 0 else stamps == {"kernel"})
     # asked as vLLM's benchmark asks: usage at the end only; chunks that held several tokens are counted
     assert not any(r["usage_per_chunk"] for r in measured)
     per_chunk = {c: sum(r["chunks"] != 32 for r in measured if r["concurrency"] == c) for c in (1, 4)}

@@ -21,7 +21,8 @@ E2E_MS, TOK_S = 400.0, 300.0
 def _start(cap: float | None, upper: float | None, tok_s: float = TOK_S) -> dict[str, Any]:
     if cap is None:
         return {"start": 1, "capacity": None, "error": None, "startup_s": 1.0}
-    bound = Capacity(mode="rate", rate_req_s=cap, upper_rate_req_s=upper, attainment_target=0.8, slo={"ttft_ms": 150},
+    bound = Capacity(mode="rate", rate_req_s=cap, upper_rate_req_s=upper, first_failing_rate_req_s=upper,
+                     attainment_target=0.8, slo={"ttft_ms": 150},
                      confidence=0.9, found=True, stop_reason="bracket")  # fmt: skip
     probe = Probe(rate_req_s=cap, requests=60, good=58, attainment=0.97, attainment_ci=[0.9, 0.99], n_eff=60,
                   method="wilson", verdict="MEETS", valid=True, runs=1, levels=[0], ttft_ms=Distribution(),

@@ -54,10 +54,9 @@ def _cost_order(f: dict[str, Any]) -> tuple[float, float, float]:
 
 
 def _floor(r: dict[str, Any]) -> str:
-    """Which starts' searches ended before a load the SLO did not hold: their time budget ran out, or no probe
-    up to the highest allowed failed ('' where every search found its limit)."""
-    ended = [s["start"] for s in r["starts"] if s.get("bound") and (s["bound"].get("ended_early") == "budget"
-                                                                    or s["bound"].get("upper_rate_req_s") is None)]  # fmt: skip
+    """Which starts' searches never saw a load the SLO did not hold (no probe MISSED: their time budget ran out,
+    or every probe up to the highest allowed met); '' where every search found a load that broke it."""
+    ended = [s["start"] for s in r["starts"] if s.get("bound") and s["bound"].get("first_failing_rate_req_s") is None]
     return f"the search of start {', '.join(map(str, ended))} ended before a load that broke the SLO" if ended else ""
 
 
