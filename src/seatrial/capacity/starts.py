@@ -24,6 +24,12 @@ from seatrial.server.process import free_port
 from seatrial.server.serve import Serve
 
 
+def starts_config(serve: Serve, starts: int, bench: BenchSettings, ccfg: CapacityConfig) -> dict[str, Any]:
+    """run.json's config of a search over fresh starts: the serve block without env values (their names only)."""
+    return {"serve": serve.model_dump(mode="json", exclude={"env"}), "serve_env": sorted(serve.env), "starts": starts,
+            "bench": bench.model_dump(mode="json"), "capacity": ccfg.model_dump(mode="json")}  # fmt: skip
+
+
 def run_starts(
     bench: BenchSettings, ccfg: CapacityConfig, serve: Serve, starts: int, out: Path | None, log: Log,
     progress: Progress,

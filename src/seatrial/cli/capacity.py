@@ -88,15 +88,14 @@ def serve_spec(command: str | None, path: Path | None) -> Serve:
 
 def _over_starts(serve: Serve, starts: int, out_dir: Path | None, json_path: Path | None, settings: dict[str, Any]) -> None:
     from seatrial.capacity.config import CapacityConfig
-    from seatrial.capacity.starts import run_starts
+    from seatrial.capacity.starts import run_starts, starts_config
     from seatrial.load.settings import BenchSettings
 
     if serve.guard is not None and out_dir is None:
         raise ConfigError("serve.guard needs --out: the guard's history is written in the run folder")
     bench = settings_from(BenchSettings, {k: settings[k] for k in BENCH_OPTIONS})
     ccfg = settings_from(CapacityConfig, {k: settings[k] for k in CAPACITY_OPTIONS})
-    config = {"serve": serve.model_dump(mode="json", exclude={"env"}), "serve_env": sorted(serve.env), "starts": starts, "bench": bench.model_dump(mode="json"),
-              "capacity": ccfg.model_dump(mode="json")}  # fmt: skip
+    config = starts_config(serve, starts, bench, ccfg)
     log = lambda line: console.print(escape(line), highlight=False)  # noqa: E731
     with running(out_dir, "capacity", config, requests=False, report=False) as (folder, progress):
         replica = run_starts(bench, ccfg, serve, starts, out_dir, log, progress)

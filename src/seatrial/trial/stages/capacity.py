@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seatrial.capacity.starts import run_starts
+from seatrial.capacity.starts import run_starts, starts_config
 from seatrial.load.level import NoProgress
 from seatrial.runs.folder import RunFolder, read_run_json
 from seatrial.runs.summaries.capacity import CapacitySummary, ReplicaCapacity
@@ -36,8 +36,7 @@ def _one(ctx: TrialContext, cand: Candidate, prof: Profile) -> dict[str, Any]:
     serve = candidate_serve(ctx, cand)
     bench = prof.bench()
     out = ctx.folder("capacity") / f"{cand.name}--{prof.name}"
-    config = {"serve": serve.model_dump(mode="json", exclude={"env"}), "serve_env": sorted(serve.env), "starts": st.starts,
-              "bench": bench.model_dump(mode="json"), "capacity": ccfg.model_dump(mode="json")}  # fmt: skip
+    config = starts_config(serve, st.starts, bench, ccfg)
     with RunFolder(out, "capacity", config, requests=False) as folder:
         replica = run_starts(bench, ccfg, serve, st.starts, out, lambda m: ctx.log(f"     {m}"), NoProgress())
         folder.write_summary(replica)
