@@ -7,6 +7,9 @@
 #                                                   also comes back as $OUT/llama-server.xz.part-* (< 16 MiB each)
 #   TRIAL_S=420 bash evidence/h100-trial/device_run.sh trial   carry .whl (+ .llamacpp-src for a fresh machine):
 #                                                   writes the plan sized to TRIAL_S seconds, runs the trial
+# Plan overrides (env): TRIAL_S, PRE, STARTS, BUDGET_MAX (a start's budget at most, s), SLO_TTFT, SLO_TPOT, PEAK,
+# IN_LEN, OUT_LEN, CAP_START, CAP_MIN, CAP_MAX, CAP_PRECISION, CAP_PROBE, CAP_MAXREQ, CTX, SERVE_EXTRA (more serve
+# args, YAML: ', "--cache-ram", "0"').
 # The trial phase needs the binary: the warm machine's build, else the parts carried in evidence/h100-trial/.bin/
 # (reassembled; the GGUF is then made again from .llamacpp-src); with neither it stops at once (exit 4).
 # The commands are those of evidence/h200-llamacpp/device_run.sh (copied, not sourced).
@@ -76,7 +79,7 @@ write_plan() {  # the plan, sized to TRIAL_S seconds (PRE: the stages before cap
   local T=${TRIAL_S:-420} PRE=${PRE:-80} CAND=2
   local left=$(( T - PRE - 25 )) starts=${STARTS:-} budget
   if [ -z "$starts" ]; then starts=2; (( left / (CAND * 2) - 10 < 45 )) && starts=1; fi
-  budget=$(( left / (CAND * starts) - 10 )); (( budget > 90 )) && budget=90; (( budget < 20 )) && budget=20
+  budget=$(( left / (CAND * starts) - 10 )); (( budget > ${BUDGET_MAX:-90} )) && budget=${BUDGET_MAX:-90}; (( budget < 20 )) && budget=20
   echo "trial: ${T} s, capacity: $starts start(s) a candidate, ${budget} s a start"
   cat > "$W/plan.yaml" <<YAML
 # seatrial trial on a lent GPU: llama-server (CUDA, FA off) with a random-F16 Llama-3.2-1B-shaped GGUF
@@ -87,7 +90,7 @@ deployment:
   gpu_hour_usd: 3.5            # an assumed price of one H200 hour, not a quote
   hardware: h200
 serve:
-  command: [$BIN, --model, "{model}", --alias, l1b, -ngl, "99", -c, "${CTX:-131072}", --metrics, --host, 127.0.0.1, --port, "{port}"]
+  command: [$BIN, --model, "{model}", --alias, l1b, -ngl, "99", -c, "${CTX:-131072}", --metrics, --host, 127.0.0.1, --port, "{port}"${SERVE_EXTRA:-}]
   ready_timeout_s: 120
   stop_grace_s: 45             # more than the guard's own 30 s
   guard: {min_available_gib: 4}
@@ -98,13 +101,13 @@ profiles:
   - name: chat
     slo: {ttft_ms: ${SLO_TTFT:-2000}, tpot_ms: ${SLO_TPOT:-50}}
     attainment: 0.9
-    workload: {model: l1b, workload: random, input_len: 1024, output_len: 128, ignore_eos: true, warmup: 4}
+    workload: {model: l1b, workload: random, input_len: ${IN_LEN:-1024}, output_len: ${OUT_LEN:-128}, ignore_eos: true, warmup: 4}
     peak_req_s: ${PEAK:-100}
 stages:
   hardware: {duration_s: 5}
   io: {trials: [storage.read, storage.write], repeats: 3, runtime_s: 2, size_mib: 256, jobs: 4}
   serving: {scale: small, trials: [basic]}
-  capacity: {starts: $starts, start: ${CAP_START:-2}, min_rate: ${CAP_MIN:-0.5}, max_rate: 8, precision: 0.3,
+  capacity: {starts: $starts, start: ${CAP_START:-2}, min_rate: ${CAP_MIN:-0.5}, max_rate: ${CAP_MAX:-8}, precision: ${CAP_PRECISION:-0.3},
              probe_requests: ${CAP_PROBE:-40}, max_probe_requests: ${CAP_MAXREQ:-160}, time_budget: ${budget}s}
 YAML
 }

@@ -73,11 +73,11 @@ def test_a_summary_with_a_misspelt_field_is_refused() -> None:
         _read({**doc, "pased": True})
 
 
-def test_the_report_reads_a_real_fleet_summary_through_its_model() -> None:
-    from seatrial.report.html import render_html
+def test_the_report_reads_a_real_fleet_summary_through_its_model(tmp_path: Path) -> None:
+    from tests.pages import page_of
 
     doc = json.loads((EVIDENCE / "h200-ray" / "run" / "summary.json").read_text())
-    page = render_html(doc, "t", {"command": "hw"})
+    page = page_of(tmp_path / "run", doc, "hw")
     fleet = HwFleetSummary.model_validate(doc)
     assert "Hardware across the fleet" in page and all(f"Node {n.node[:12]}" in page for n in fleet.nodes)
     assert fleet.nodes and all(t.node == n.node for n in fleet.nodes for t in n.trials)

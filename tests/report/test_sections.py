@@ -5,20 +5,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from seatrial.report.html import render_html
+from tests.pages import page_of
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence" / "h200x2" / "hw_h200x2.json"
-BENCH = {"command": "bench"}
 
 
-def test_hw_sheet_renders_from_a_hw_run() -> None:
-    page = render_html(json.loads(EVIDENCE.read_text()), "t", {"command": "hw"})
+def test_hw_sheet_renders_from_a_hw_run(tmp_path: Path) -> None:
+    page = page_of(tmp_path / "run", json.loads(EVIDENCE.read_text()), "hw")
     assert "collectives" in page and "REVIEW_REQUIRED" in page and "NVIDIA H200" in page
     assert "Load levels" not in page
 
 
-def test_unknown_summary_says_so() -> None:
-    page = render_html({"something": 1}, "t")
+def test_unknown_summary_says_so(tmp_path: Path) -> None:
+    page = page_of(tmp_path / "run", {"something": 1})
     assert "Nothing to report" in page and "something" in page
 
 
@@ -35,11 +34,11 @@ def _level(c: int, note: str | None, engine: bool) -> dict[str, object]:
     }  # fmt: skip
 
 
-def test_bench_section_shows_the_engines_means_and_the_clients_notes() -> None:
+def test_bench_section_shows_the_engines_means_and_the_clients_notes(tmp_path: Path) -> None:
     levels = [_level(1, None, engine=True), _level(4, "the client stalled: <late>", engine=True)]
-    page = render_html({"levels": levels}, "t", BENCH)
+    page = page_of(tmp_path / "a", {"levels": levels}, "bench")
     assert "client / engine" in page and "10.0 / 7.5" in page and "40.0 / 30.0" in page
     assert "Client self-checks" in page and "C=4: the client stalled: &lt;late&gt;" in page
     assert "C=1:" not in page
-    plain = render_html({"levels": [_level(1, None, engine=False)]}, "t", BENCH)
+    plain = page_of(tmp_path / "b", {"levels": [_level(1, None, engine=False)]}, "bench")
     assert "client / engine" not in plain and "Client self-checks" not in plain

@@ -57,6 +57,9 @@ HOSTILE = [
     ("deployment.nodes", [], "give at least one node"),
     ("deployment.secret", "x", "deployment.secret"),
     ("stages.capacity.confidence", 1.5, "stages.capacity.confidence"),
+    # the search's own rules at load (they failed only when stage 5 began, after every earlier stage had run)
+    ("stages.capacity.time_budget", "soon", "time_budget: --time-budget: 'soon' is not a duration"),
+    ("stages.capacity.min_rate", 400, "min_rate 400 is above the first probe"),
 ]
 
 

@@ -119,14 +119,14 @@ def factor_shares(named: dict[str, list[Run]], precisions: list[str], topologies
 
 def capacities(named: dict[str, list[Run]]) -> dict[str, Any]:
     """Each deployment's capacity at the SLO (from its capacity run), and whether they can stand together."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, runs in named.items():
         cap = next((r.capacity for r in runs if r.capacity is not None), None)
         if cap is not None:
-            c = cap["capacity"]
-            rows.append({"deployment": name, "mode": c["mode"], "slo": c["slo"], "attainment": c["attainment_target"],
-                         "capacity": c["rate_req_s"] if c["mode"] == "rate" else c["concurrency"],
-                         "found": c["found"], "per_gpu": cap.get("per_gpu"), "cost": cap.get("cost")})  # fmt: skip
+            c = cap.capacity
+            rows.append({"deployment": name, "mode": c.mode, "slo": c.slo, "attainment": c.attainment_target,
+                         "capacity": c.rate_req_s if c.mode == "rate" else c.concurrency, "found": c.found,
+                         "per_gpu": cap.per_gpu and cap.per_gpu.to_json(), "cost": cap.cost and cap.cost.to_json()})  # fmt: skip
     terms = {(r["mode"], tuple(sorted(r["slo"].items())), r["attainment"]) for r in rows}
     comparable = len(rows) == len(named) and len(terms) == 1
     why = None if comparable else (

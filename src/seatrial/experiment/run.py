@@ -37,7 +37,6 @@ from seatrial.experiment.plan import (
 )
 from seatrial.experiment.sources import level_values, stall_reason
 from seatrial.interrupts import terminations_interrupt
-from seatrial.jsonio import read_json
 from seatrial.load.bench import run_bench
 from seatrial.load.config import BenchConfig, ObserveConfig, start_seed
 from seatrial.load.level import open_receiver
@@ -83,10 +82,8 @@ class Experiment:
         self.summary = self._resumed(resume_anyway) if resume or resume_anyway else self._fresh()
 
     def _fresh(self) -> dict[str, Any]:
-        if self.out.exists() and any(self.out.iterdir()):
-            raise ConfigError(f"--out {self.out} exists and is not empty; pass --resume to continue it")
         config = {"plan": self.plan.model_dump(mode="json"), "plan_sha256": self.plan.fingerprint()}
-        self.folder = RunFolder(self.out, "experiment", config, requests=False)
+        self.folder = RunFolder.resumable(self.out, "experiment", config, resume=False)
         settings = [
             {"name": s.name, "args": s.args, "env": s.env, "role": "baseline" if s is self.plan.baseline else "treatment",
              "aa_control": self.diffs.get(s.name) == [], "differences": self.diffs.get(s.name, []), "starts": []}
@@ -97,10 +94,15 @@ class Experiment:
                 "settings": settings, "decisions": [], "complete": False, "conditions": self.conditions}  # fmt: skip
 
     def _resumed(self, anyway: bool) -> dict[str, Any]:
-        path = self.out / "summary.json"
-        if not path.exists():
+        from seatrial.runs.stored import read_run
+        from seatrial.runs.summaries.experiment import ExperimentSummary
+
+        if not (self.out / "summary.json").exists():
             raise ConfigError(f"--resume: {self.out} holds no experiment (no summary.json)")
-        summary = read_json(path)
+        self.folder = RunFolder.existing(self.out, "experiment")
+        stored = read_run(self.out).summary
+        assert isinstance(stored, ExperimentSummary), "an experiment folder's summary reads as its model"
+        summary = stored.model_dump(mode="json", exclude_unset=True)  # the file's fields, typed, as the run goes on
         if summary.get("plan_sha256") != self.plan.fingerprint():
             raise ConfigError(f"--resume: {self.out} was started from another plan (its plan_sha256 differs)")
         first = summary.get("conditions")
@@ -119,7 +121,6 @@ class Experiment:
             summary["conditions"] = summary.get("conditions") or self.conditions
         for s in summary["settings"]:
             s["starts"] = [st for st in s["starts"] if st.get("done")]
-        self.folder = RunFolder.existing(self.out)
         return dict(summary)
 
     def setting(self, name: str) -> dict[str, Any]:

@@ -4,16 +4,21 @@ the level's summary and its requests' values by metric. Read from ``bench``, ``a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seatrial.errors import ConfigError, config_errors
+from seatrial.errors import ConfigError
 from seatrial.load.config import WorkloadConfig
 from seatrial.load.metric_table import METRICS, REQUEST_METRICS
 from seatrial.runs import read_jsonl
-from seatrial.runs.folder import read_run
+from seatrial.runs.stored import RunInfo, read_run
 from seatrial.runs.summaries.accept import AcceptSummary
+from seatrial.runs.summaries.base import SummaryModel
+from seatrial.runs.summaries.bench import BenchSummary
+from seatrial.runs.summaries.capacity import CapacitySummary
+from seatrial.runs.summaries.experiment import ExperimentSummary
 
 #: What makes two workloads the same measurement: every field of the workload's settings but its seed (a
 #: run's prompts are new each run by design), and the endpoint it is sent to. A field added to the settings
@@ -85,7 +90,7 @@ class Run:
     workloads: dict[str, dict[str, Any]] = field(default_factory=dict)  # workload key -> its fields
     # (workload key, level label) -> per start: the level summary plus "values" (requests by metric)
     levels: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
-    capacity: dict[str, Any] | None = None  # a capacity run's summary (its levels are probes, not compared)
+    capacity: CapacitySummary | None = None  # a capacity run's summary (its levels are probes, not compared)
 
 
 def workload_key(w: dict[str, Any]) -> str:
@@ -116,36 +121,31 @@ def _bench_workload(config: dict[str, Any]) -> dict[str, Any]:
     return {k: w.get(k) for k in WORKLOAD_KEYS}
 
 
-def _bench(path: Path, label: str, run_info: dict[str, Any], summary: dict[str, Any]) -> list[Run]:
+def _bench(path: Path, label: str, info: RunInfo, summary: BenchSummary) -> list[Run]:
     run = Run(label, "bench", path)
-    config = run_info.get("config") or {}
-    for level in summary.get("levels", []):
-        _add(run, _bench_workload(config), level, path, (config.get("load") or {}).get("max_lag_ms"))
+    for level in summary.levels:
+        _add(run, _bench_workload(info.config), level.to_json(), path, (info.config.get("load") or {}).get("max_lag_ms"))
     return [run]
 
 
-def _experiment(path: Path, label: str, run_info: dict[str, Any], summary: dict[str, Any]) -> list[Run]:
-    plan = (run_info.get("config") or {}).get("plan") or {}
-    w = plan.get("workload") or {}
+def _experiment(path: Path, label: str, info: RunInfo, summary: ExperimentSummary) -> list[Run]:
+    w = (info.config.get("plan") or {}).get("workload") or {}
     workload = {**{k: w.get(k) for k in WORKLOAD_KEYS}, "name": w.get("workload")}
     runs = []
-    for s in summary.get("settings", []):
-        run = Run(f"{label}/{s['name']}", "experiment", path)
-        for st in s["starts"]:
-            for level in st.get("levels", []):
-                _add(run, workload, level, path / st["folder"], w.get("max_lag_ms"))
+    for s in summary.settings:
+        run = Run(f"{label}/{s.name}", "experiment", path)
+        for st in s.starts:
+            for level in st.levels:
+                _add(run, workload, level.to_json(), path / st.folder, w.get("max_lag_ms"))
         runs.append(run)
     return runs
 
 
-def _accept(path: Path, label: str, run_info: dict[str, Any], summary: dict[str, Any]) -> list[Run]:
+def _accept(path: Path, label: str, info: RunInfo, accepted: AcceptSummary) -> list[Run]:
     """The accept levels that are bench levels of a fixed random workload: basic (C=1), context (short,
     long) and the saturation steps."""
-    profile = (run_info.get("config") or {}).get("profile") or {}
-    trials = profile.get("trials") or {}
+    trials = (info.config.get("profile") or {}).get("trials") or {}
     run = Run(label, "accept", path)
-    with config_errors(str(path / "summary.json")):
-        accepted = AcceptSummary.model_validate(summary)
     for t in accepted.trials:
         ev, name = t.evidence, t.name
         cfg = trials.get(name) or {}
@@ -168,26 +168,27 @@ def _random(input_len: int, output_len: int) -> dict[str, Any]:
     return {k: known.get(k) for k in WORKLOAD_KEYS}
 
 
-def _capacity(path: Path, label: str, run_info: dict[str, Any], summary: dict[str, Any]) -> list[Run]:
+def _capacity(path: Path, label: str, info: RunInfo, summary: CapacitySummary) -> list[Run]:
     """A capacity run: its workload, and its summary (capacity at the SLO, per GPU, cost)."""
     run = Run(label, "capacity", path, capacity=summary)
-    bench = (run_info.get("config") or {}).get("bench") or {}
-    workload = _bench_workload(bench)
+    workload = _bench_workload(info.config.get("bench") or {})
     run.workloads[workload_key(workload)] = workload
     return [run]
 
 
-READERS = {"bench": _bench, "experiment": _experiment, "accept": _accept, "capacity": _capacity}
+#: summary model -> how compare reads that folder (``capacity --starts N`` writes the replica's: not compared)
+READERS: dict[type[SummaryModel], Callable[[Path, str, RunInfo, Any], list[Run]]] = {
+    BenchSummary: _bench, ExperimentSummary: _experiment, AcceptSummary: _accept, CapacitySummary: _capacity,
+}  # fmt: skip
 
 
 def load_runs(path: Path, label: str | None = None) -> list[Run]:
     """The comparable runs of one run folder; a ConfigError when it is not one seatrial can compare."""
     if not (path / "summary.json").is_file() or not (path / "run.json").is_file():
         raise ConfigError(f"{path}: not a seatrial run folder (no run.json and summary.json)")
-    run_info, summary = read_run(path)
-    command = run_info.get("command")
-    if command not in READERS:
-        raise ConfigError(
-            f"{path}: a `{command}` run folder; compare takes bench, accept, experiment or capacity folders"
-        )
-    return READERS[command](path, label or path.name, run_info, summary)
+    run = read_run(path)
+    reader = READERS.get(type(run.summary))
+    if reader is None:
+        shape = "a capacity run over fresh starts" if run.info.command == "capacity" else f"a `{run.info.command}` run folder"
+        raise ConfigError(f"{path}: {shape}; compare takes bench, accept, experiment or (one-start) capacity folders")
+    return reader(path, label or path.name, run.info, run.summary)

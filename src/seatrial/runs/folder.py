@@ -131,14 +131,29 @@ class RunFolder:
         self._metrics = _LineWriter(path / "server_metrics.jsonl") if requests else None
 
     @classmethod
-    def existing(cls, path: Path) -> RunFolder:
-        """A run folder this command wrote before (``experiment --resume``), opened to write its summary and
-        files again; its run.json is kept as it is. ConfigError where it holds no run."""
+    def existing(cls, path: Path, command: str) -> RunFolder:
+        """The run folder ``command`` wrote before (``--resume``), opened to write its summary and files again;
+        its run.json is kept as it is. ConfigError where it holds no run, or another command's."""
+        check_run_folder(path, "--out", fresh=False)
         if not (path / "run.json").is_file():
-            raise ConfigError(f"{path}: holds no run (no run.json)")
-        folder = cls.__new__(cls)
+            raise ConfigError(f"{path}: holds no {command} run (no run.json)")
+        wrote = read_run_json(path / "run.json").get("command")
+        if wrote != command:
+            raise ConfigError(f"{path}: holds a run of `{wrote}`, not of `{command}`: --resume continues its own command's run")
+        folder = cls.__new__(cls)  # no run.json to write and no requests to append: nothing of __init__
         folder.path, folder._requests, folder._metrics = path, None, None
         return folder
+
+    @classmethod
+    def resumable(cls, path: Path, command: str, config: dict[str, Any], resume: bool) -> RunFolder:
+        """A command's folder that ``--resume`` continues (trial, experiment): with ``resume`` the one it wrote
+        before (:meth:`existing`); else a new one, where ``--out`` is absent or empty (ConfigError naming
+        ``--resume`` otherwise)."""
+        if resume:
+            return cls.existing(path, command)
+        if path.is_dir() and any(path.iterdir()):
+            raise ConfigError(f"--out {path} exists and is not empty; pass --resume to continue that {command}")
+        return cls(path, command, config, requests=False)
 
     def __enter__(self) -> RunFolder:
         return self
@@ -204,23 +219,6 @@ def read_run_json(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: holds a JSON {type(data).__name__}, not a seatrial summary object")
     return data
-
-
-def read_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A finished or partial run folder's ``run.json`` (empty where it has none) and ``summary.json``,
-    read by :func:`read_run_json` and checked against the command's summary model (ConfigError naming
-    the file and the first wrong values)."""
-    from seatrial.errors import ConfigError
-    from seatrial.runs.summaries import shape_errors
-
-    run_info = read_run_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
-    summary = read_run_json(run_dir / "summary.json")
-    wrong = shape_errors(run_info.get("command"), summary)
-    if wrong:
-        raise ConfigError(
-            f"{run_dir / 'summary.json'}: not the {run_info['command']} summary seatrial writes: {'; '.join(wrong[:3])}"
-        )
-    return run_info, summary
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -13,7 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from seatrial.runs.folder import read_run_json
+from seatrial.runs.stored import read_run
+from seatrial.runs.summaries.accept import AcceptSummary
+from seatrial.runs.summaries.capacity import CapacitySummary
 from seatrial.runs.summaries.trial import DiagnosisRow
 from seatrial.trial.context import TrialContext
 
@@ -52,9 +54,11 @@ def _hardware(ctx: TrialContext) -> str:
 
 def _capacity(ctx: TrialContext) -> Iterator[DiagnosisRow]:
     for path in sorted(ctx.folder("capacity").glob("*/start-*/summary.json")):
-        lim = read_run_json(path).get("limit") or {}
-        cls = lim.get("classification")
-        where = f"{path.parent.parent.name} {path.parent.name}: {lim.get('reason', '')}"
+        start = read_run(path.parent).summary
+        if not isinstance(start, CapacitySummary):
+            continue
+        cls = start.limit.classification
+        where = f"{path.parent.parent.name} {path.parent.name}: {start.limit.reason}"
         if cls == "KV_PRESSURE":
             yield DiagnosisRow(symptom=f"KV pressure ({where})", evidence=_kv(ctx, path), source=_rel(ctx, path))
         elif cls in LIMITS:
@@ -76,11 +80,12 @@ def _kv(ctx: TrialContext, path: Path) -> str:
 
 def _serving(ctx: TrialContext) -> Iterator[DiagnosisRow]:
     for path in sorted(ctx.folder("serving").glob("*/accept/summary.json")):
-        for t in read_run_json(path).get("trials", []):
-            if t["verdict"] in ("PASS", "UNAVAILABLE"):
+        accepted = read_run(path.parent).summary
+        for t in accepted.trials if isinstance(accepted, AcceptSummary) else []:
+            if t.verdict in ("PASS", "UNAVAILABLE"):
                 continue
-            reason = "; ".join(t.get("reasons") or []) or t["verdict"]
-            symptom = "prefix hits 0" if t["name"] == "prefix-cache" else f"accept {t['name']} {t['verdict']}"
+            reason = "; ".join(t.reasons or []) or t.verdict
+            symptom = "prefix hits 0" if t.name == "prefix-cache" else f"accept {t.name} {t.verdict}"
             yield DiagnosisRow(symptom=f"{symptom} ({path.parent.parent.name}: {reason})", evidence=_hardware(ctx),
                                source=_rel(ctx, path))  # fmt: skip
 

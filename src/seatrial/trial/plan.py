@@ -196,6 +196,19 @@ class CapacityStage(_Model):
     max_probe_requests: int | None = Field(None, ge=4)
     time_budget: str | None = Field("10m", description="per start")
 
+    @model_validator(mode="after")
+    def _as_capacity_takes_it(self) -> CapacityStage:
+        """The search's own rules (a time budget's spelling, a floor above the first probe) judge it when the plan
+        is read, not hours later when stage 5 starts."""
+        from pydantic import ValidationError
+
+        try:
+            CapacityConfig(slo={"ttft_ms": 1.0}, **self.model_dump(exclude={"starts"}))
+        except ValidationError as exc:
+            raise ValueError("; ".join(f"{'.'.join(map(str, e['loc'])) or 'capacity'}: {e['msg'].removeprefix('Value error, ')}"
+                                       for e in exc.errors())) from None  # fmt: skip
+        return self
+
     def config(self, profile: Profile, gpus: int) -> CapacityConfig:
         """The search of one start (the peak and the price are the decision's: an edit of them re-runs only that)."""
         keep = self.model_dump(exclude={"starts"})

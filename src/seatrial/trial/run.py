@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from seatrial.errors import ConfigError, RunInterrupted, SeatrialError
-from seatrial.runs.folder import RunFolder, check_run_folder
+from seatrial.runs.folder import RunFolder
 from seatrial.runs.summaries.trial import CandidateRow, ProfileRow, StageRow, TrialSummary
 from seatrial.trial import state
 from seatrial.trial.context import Log, Outcome, TrialContext, brief
@@ -57,14 +57,10 @@ class Trial:
 
     def _open(self) -> tuple[dict[str, Any], list[str]]:
         out = self.opts.out
+        RunFolder.resumable(out, "trial", {"plan": self.doc}, self.opts.resume).close()
         if not self.opts.resume:
-            if out.is_dir() and any(out.iterdir()):
-                raise ConfigError(f"--out {out} exists and is not empty; pass --resume to continue that trial")
-            RunFolder(out, "trial", {"plan": self.doc}, requests=False).close()
             return {}, []
-        check_run_folder(out, fresh=False)
         prior = state.read_state(out)
-        RunFolder.existing(out)
         changed = state.changes(prior.get("plan"), self.doc)
         return prior.get("stages") or {}, changed
 
@@ -156,7 +152,7 @@ class Trial:
         summary = TrialSummary(stages=rows, candidates=cands, profiles=profiles, diagnosis=diagnose(self.ctx),
                                resumed_from=resumed_from, plan_changes=self._changes(), exit_code=exit_code(rows),
                                seconds=round(wall, 3), overhead_s=round(wall - sum(r.seconds for r in rows if not r.reused), 3))  # fmt: skip
-        RunFolder.existing(self.opts.out).write_summary(summary)
+        RunFolder.existing(self.opts.out, "trial").write_summary(summary)
         return summary
 
     def _changes(self) -> list[str]:

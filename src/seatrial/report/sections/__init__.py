@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-Section = Callable[[dict[str, Any]], str | None]
+if TYPE_CHECKING:
+    from seatrial.runs.summaries.base import SummaryModel
+
+#: a section: the command's typed summary -> its HTML fragment, or None where it has nothing to show
+Section = Callable[["SummaryModel"], str | None]
 
 #: command (run.json's) -> the sections its page shows, in order: a module's ``section``, or ``module:function``
 BY_COMMAND: dict[str, tuple[str, ...]] = {
@@ -29,12 +33,12 @@ BY_COMMAND: dict[str, tuple[str, ...]] = {
 NESTED: dict[str, str] = {"trial": "trial:stage_pages"}
 
 
-def nested_for(command: str | None) -> Callable[[Path, dict[str, Any]], list[str]] | None:
+def nested_for(command: str | None) -> Callable[[Path, SummaryModel], list[str]] | None:
     spec = NESTED.get(command or "")
     if spec is None:
         return None
     module, _, function = spec.partition(":")
-    fn: Callable[[Path, dict[str, Any]], list[str]] = getattr(import_module(f"seatrial.report.sections.{module}"), function)
+    fn: Callable[[Path, SummaryModel], list[str]] = getattr(import_module(f"seatrial.report.sections.{module}"), function)
     return fn
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from seatrial.report.plots import line_svg, timeline_svg
 from seatrial.report.tables import html_table
@@ -18,6 +17,7 @@ from seatrial.runs.levels import (
     span_lines,
     turns_table,
 )
+from seatrial.runs.summaries.base import SummaryModel
 from seatrial.runs.summaries.bench import BenchSummary, LevelSummary
 
 
@@ -60,11 +60,10 @@ def _gpus(levels: list[LevelSummary]) -> str:
     return html_table(table) + (f"<div class='plots'>{plot}</div>" if plot else "")
 
 
-def section(whole: dict[str, Any]) -> str | None:
-    summary = BenchSummary.part_of(whole)
-    levels = summary.levels
-    if not levels:
+def section(summary: SummaryModel) -> str | None:
+    if not isinstance(summary, BenchSummary) or not summary.levels:
         return None
+    levels = summary.levels
     x = [lv.concurrency for lv in levels]
     plots = [
         line_svg(

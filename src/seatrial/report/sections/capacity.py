@@ -3,12 +3,11 @@ each probe's interval (the target line, the capacity marked), TTFT and TPOT per 
 
 from __future__ import annotations
 
-from typing import Any
-
 from seatrial.report.plots import intervals_svg, line_svg
 from seatrial.report.tables import html_table
 from seatrial.runs.capacity import capacity_tables
 from seatrial.runs.levels import level_table
+from seatrial.runs.summaries.base import SummaryModel
 from seatrial.runs.summaries.capacity import CapacitySummary
 
 
@@ -34,10 +33,9 @@ def _plots(s: CapacitySummary) -> str:
     return f"<div class='plots'>{''.join(plots)}</div>"
 
 
-def section(whole: dict[str, Any]) -> str | None:
-    if "probes" not in whole:  # a capacity run over several starts: its starts' folders have the probes
+def section(s: SummaryModel) -> str | None:
+    if not isinstance(s, CapacitySummary):  # a capacity run over several starts: its starts' folders have the probes
         return None
-    s = CapacitySummary.model_validate(whole)
     tables = "".join(html_table(t) for t in capacity_tables(s))
     levels = html_table(level_table(s.levels)) if s.levels else ""
     return f"<h2>Capacity</h2>{tables}{_plots(s)}<h3>Every run of every probe</h3>{levels}"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import Any
 
 from seatrial.report.plots import line_svg
 from seatrial.report.tables import html_table
 from seatrial.runs.comparisons import capacity_table, comparison_table, deployment_table, split_table
+from seatrial.runs.summaries.base import SummaryModel
 from seatrial.runs.summaries.compare import CompareSummary
 
 
@@ -31,8 +31,9 @@ def _plot(summary: CompareSummary) -> str | None:
     return svg + f"<p class='meta'>levels: {', '.join(f'{i}={lv}' for i, lv in enumerate(levels))}</p>"
 
 
-def section(whole: dict[str, Any]) -> str | None:
-    summary = CompareSummary.model_validate(whole)
+def section(summary: SummaryModel) -> str | None:
+    if not isinstance(summary, CompareSummary):
+        return None
     parts = ["<h2>Comparison</h2>"] + ([html_table(comparison_table(summary))] if summary.comparisons else [])
     for table in (deployment_table(summary), split_table(summary), capacity_table(summary)):
         if table is not None:

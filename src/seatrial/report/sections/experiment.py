@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
 
 from seatrial.report.plots import dots_svg
 from seatrial.report.tables import html_table
 from seatrial.runs.decisions import aa_table, decision_table, drift_table, level_table, starts_table
+from seatrial.runs.summaries.base import SummaryModel
 from seatrial.runs.summaries.experiment import ExperimentSummary
 
 
@@ -46,11 +46,9 @@ def _first(summary: ExperimentSummary) -> list[str]:
     return parts
 
 
-def section(whole: dict[str, Any]) -> str | None:
-    """An experiment's page, or the demo's experiment step (under ``experiment``, when it ran)."""
-    if "settings" not in whole and not isinstance(whole.get("experiment"), dict):
+def section(summary: SummaryModel) -> str | None:
+    if not isinstance(summary, ExperimentSummary):
         return None
-    summary = ExperimentSummary.model_validate(whole if "settings" in whole else whole["experiment"])
     parts = ["<h2>Experiment</h2>", *_first(summary), html_table(decision_table(summary.decisions))]
     if summary.multiplicity:
         parts.append(f"<p class='meta'>{html.escape(summary.multiplicity)}</p>")

@@ -4,10 +4,10 @@ run folder; a trial's fleet stage holds one of each)."""
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from seatrial.report.tables import html_table
 from seatrial.runs.fleet import doctor_table, sync_table
+from seatrial.runs.summaries.base import SummaryModel
 from seatrial.runs.summaries.fleet import DoctorSummary, SyncSummary
 
 
@@ -31,10 +31,10 @@ def doctor_part(doc: DoctorSummary) -> list[str]:
     return parts
 
 
-def sync_section(summary: dict[str, Any]) -> str | None:
-    return "".join(sync_part(SyncSummary.model_validate(summary)))
+def sync_section(summary: SummaryModel) -> str | None:
+    return "".join(sync_part(summary)) if isinstance(summary, SyncSummary) else None
 
 
-def doctor_section(summary: dict[str, Any]) -> str | None:
-    return "".join(doctor_part(DoctorSummary.model_validate(summary)))
+def doctor_section(summary: SummaryModel) -> str | None:
+    return "".join(doctor_part(summary)) if isinstance(summary, DoctorSummary) else None
 

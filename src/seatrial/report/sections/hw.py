@@ -3,9 +3,8 @@ each GPU's burn telemetry."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from seatrial.runs.hwsheet import sheet_table
+from seatrial.runs.summaries.base import SummaryModel
 from seatrial.runs.summaries.hw import HwFleetSummary, HwNode, HwSummary
 from seatrial.runs.verdicts import counts_line, judge_run
 
@@ -18,12 +17,6 @@ TELEMETRY_COLUMNS = (
     "power_w",
     "clock_event_reasons",
 )
-
-
-def _sheet(summary: dict[str, Any]) -> HwSummary | None:
-    if "gpus" in summary and "trials" in summary:  # a `seatrial hw` run folder
-        return HwSummary.model_validate(summary)
-    return None
 
 
 def render_sheet(sheet: HwSummary | HwNode) -> str:
@@ -41,14 +34,12 @@ def render_sheet(sheet: HwSummary | HwNode) -> str:
     )
 
 
-def section(summary: dict[str, Any]) -> str | None:
-    if "nodes" in summary and "fleet" in summary:  # `seatrial hw --ray`: one sheet per node, the fleet view
-        run = HwFleetSummary.model_validate(summary)
+def section(run: SummaryModel) -> str | None:
+    if isinstance(run, HwFleetSummary):  # `seatrial hw --ray`: one sheet per node, the fleet view
         parts = [f"<h3>Node {n.node[:12]} ({n.hostname} {n.address})</h3>{render_sheet(n)}" for n in run.nodes]
         if run.fleet:
             from seatrial.report.tables import html_table
 
             parts.append(html_table(sheet_table(run.fleet), heading="h2"))
         return "<h2>Hardware across the fleet (seatrial hw --ray)</h2>" + "".join(parts)
-    sheet = _sheet(summary)
-    return None if sheet is None else render_sheet(sheet)
+    return render_sheet(run) if isinstance(run, HwSummary) else None

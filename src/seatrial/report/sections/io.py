@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from seatrial.report.tables import html_table
 from seatrial.runs.iotable import io_table
+from seatrial.runs.summaries.base import SummaryModel
 from seatrial.runs.summaries.io import IoSummary
 from seatrial.runs.verdicts import counts_line, judge_run
 
 
-def section(summary: dict[str, Any]) -> str | None:
-    if "results" not in summary or "nodes" not in summary:
+def section(run: SummaryModel) -> str | None:
+    if not isinstance(run, IoSummary):
         return None
-    run = IoSummary.model_validate(summary)
     judged = judge_run([r.as_trial() for r in run.rows()])
     parts = ["<h2>Network / NVMe / storage (seatrial io)</h2>",
              f"<p class='meta'>{html.escape(counts_line(judged['counts']))}; {run.repeats} repeats per trial, "

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any
 
-from seatrial.runs.summaries.trial import TrialSummary
+from seatrial.runs.summaries.base import SummaryModel
+from seatrial.runs.summaries.trial import AuditTotals, CheckpointSummary, TrialSummary
 
 e = html.escape
 
@@ -62,10 +62,9 @@ def _diagnosis(t: TrialSummary) -> str:
     return f"<h2>Diagnosis</h2><ul>{items}</ul>"
 
 
-def section(summary: dict[str, Any]) -> str | None:
-    if "stages" not in summary or "candidates" not in summary:
+def section(t: SummaryModel) -> str | None:
+    if not isinstance(t, TrialSummary):
         return None
-    t = TrialSummary.model_validate(summary)
     meta = f"exit code {t.exit_code}; {t.seconds:.0f} s, of it {t.overhead_s:.1f} s the trial's own"
     if t.resumed_from:
         meta += f"; resumed from {t.resumed_from}"
@@ -74,37 +73,35 @@ def section(summary: dict[str, Any]) -> str | None:
             f"{_diagnosis(t)}")  # fmt: skip
 
 
-def checkpoint_section(summary: dict[str, Any]) -> str | None:
+def checkpoint_section(c: SummaryModel) -> str | None:
     """Stage 0: the audit's totals and each candidate's memory plan (its ledger where it was checked)."""
-    if "gguf" in summary:
-        return f"<p>{e(summary['gguf'])}: a GGUF file of {summary['bytes']:,} bytes (audit and plan read safetensors)</p>"
-    if "audit" not in summary:
+    if not isinstance(c, CheckpointSummary):
         return None
-    audit = summary["audit"]
-    parts = [f"<p>audit: {audit.get('total_bytes', 0):,} bytes, {audit.get('total_params', 0):,} parameters, "
-             f"{len(audit.get('findings', []))} findings</p>"]  # fmt: skip
-    for name, fit in summary.get("candidates", {}).items():
-        ledger = f"<pre>{e(fit['ledger'])}</pre>" if fit.get("ledger") else ""
-        parts.append(f"<h3>{e(name)}: {'fits' if fit['fits'] else 'does not fit'}</h3><p>{e(fit['reason'])}</p>{ledger}")
+    if c.gguf is not None:
+        return f"<p>{e(c.gguf)}: a GGUF file of {c.bytes or 0:,} bytes (audit and plan read safetensors)</p>"
+    audit = AuditTotals.model_validate(c.audit or {})
+    parts = [f"<p>audit: {audit.total_bytes:,} bytes, {audit.total_params:,} parameters, {len(audit.findings)} findings</p>"]
+    for name, fit in c.candidates.items():
+        ledger = f"<pre>{e(fit.ledger)}</pre>" if fit.ledger else ""
+        parts.append(f"<h3>{e(name)}: {'fits' if fit.fits else 'does not fit'}</h3><p>{e(fit.reason)}</p>{ledger}")
     return "".join(parts)
 
 
-def stage_pages(run_dir: Path, summary: dict[str, Any]) -> list[str]:
+def stage_pages(run_dir: Path, t: SummaryModel) -> list[str]:
     """Each stage's run folders (the stage's own, or those in it two levels down) with their sections."""
     from seatrial.report.html import render_sections
-    from seatrial.runs.folder import read_run
+    from seatrial.runs.stored import read_run
 
-    parts = []
-    for s in summary.get("stages", []):
-        if not s.get("folder"):
+    parts: list[str] = []
+    for s in t.stages if isinstance(t, TrialSummary) else []:
+        if not s.folder:
             continue
-        root = run_dir / s["folder"]
+        root = run_dir / s.folder
         found = sorted(p.parent for p in [root / "run.json", *root.glob("*/run.json"), *root.glob("*/*/run.json")]
                        if p.is_file() and (p.parent / "summary.json").is_file())  # fmt: skip
-        parts.append(f"<h2 id='stage-{e(s['name'])}'>Stage: {e(s['name'])} ({e(s['verdict'])})</h2>")
+        parts.append(f"<h2 id='stage-{e(s.name)}'>Stage: {e(s.name)} ({e(s.verdict)})</h2>")
         for folder in found:
-            info, sub = read_run(folder)
-            rel = folder.relative_to(run_dir)
-            parts.append(f"<p class='meta'>{e(str(rel))}/</p>")
-            parts += render_sections(sub, info.get("command"))
+            sub = read_run(folder)
+            parts.append(f"<p class='meta'>{e(str(folder.relative_to(run_dir)))}/</p>")
+            parts += render_sections(sub.summary, sub.info.command)
     return parts

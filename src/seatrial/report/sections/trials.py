@@ -8,6 +8,7 @@ from typing import Any
 from seatrial.report.plots import Series, bars_svg, line_svg
 from seatrial.report.tables import html_table
 from seatrial.runs.summaries.accept import AcceptSummary
+from seatrial.runs.summaries.base import SummaryModel
 from seatrial.runs.verdicts import trial_table
 
 
@@ -104,10 +105,9 @@ PLOTS = {
 }
 
 
-def section(summary: dict[str, Any]) -> str | None:
-    if not summary.get("trials"):
+def section(run: SummaryModel) -> str | None:
+    if not isinstance(run, AcceptSummary) or not run.trials:
         return None
-    run = AcceptSummary.model_validate(summary)
     rows = [t.to_json() for t in run.trials]
     parts = [
         "<h2>Acceptance trials</h2>",

@@ -3,7 +3,7 @@ profile, the cross-stage diagnosis, and where a resumed trial took up again."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from seatrial.runs.summaries.base import SummaryModel
 
@@ -60,3 +60,33 @@ class TrialSummary(SummaryModel):
     exit_code: int = 0
     seconds: float = 0.0  # the trial's wall time in this run
     overhead_s: float = 0.0  # of it, the time outside the stages run (the trial's own work)
+
+
+class CandidateFit(SummaryModel):
+    """Stage 0's memory plan of one candidate: whether it fits, why, and (where checked) its KV cache and ledger."""
+
+    fits: bool
+    reason: str
+    checked: bool = False
+    kv_cache_tokens: int | None = None
+    max_concurrency: int | None = None
+    ledger: str | None = None
+
+
+class AuditTotals(BaseModel):
+    """What a trial's page shows of the audit's report (the checkpoint capability's model; its other fields
+    are left to it)."""
+
+    total_bytes: int = 0
+    total_params: int = 0
+    findings: list[object] = Field(default_factory=list)
+
+
+class CheckpointSummary(SummaryModel):
+    """Stage 0's run folder (command ``trial-checkpoint``): the audit's report (the checkpoint capability's JSON)
+    and each candidate's fit; or, for a GGUF file, its path and size (nothing here reads one)."""
+
+    audit: dict[str, object] | None = None
+    candidates: dict[str, CandidateFit] = Field(default_factory=dict)
+    gguf: str | None = None
+    bytes: int | None = None

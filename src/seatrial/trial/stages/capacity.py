@@ -8,7 +8,8 @@ from typing import Any
 
 from seatrial.capacity.starts import run_starts, starts_config
 from seatrial.load.level import NoProgress
-from seatrial.runs.folder import RunFolder, read_run_json
+from seatrial.runs.folder import RunFolder
+from seatrial.runs.stored import read_run
 from seatrial.runs.summaries.capacity import CapacitySummary, ReplicaCapacity
 from seatrial.trial.context import Outcome, TrialContext, candidate_serve
 from seatrial.trial.plan import Candidate, Profile
@@ -50,8 +51,9 @@ def _figures(replica: ReplicaCapacity, out: Path) -> dict[str, Any]:
     for s in replica.starts:
         row: dict[str, Any] = {"start": s.start, "capacity": s.capacity, "error": s.error, "startup_s": s.startup_s}
         if s.folder and s.capacity is not None and (out / s.folder / "summary.json").is_file():
-            summary = CapacitySummary.model_validate(read_run_json(out / s.folder / "summary.json"))
-            row |= _at_capacity(summary)
+            summary = read_run(out / s.folder).summary
+            if isinstance(summary, CapacitySummary):
+                row |= _at_capacity(summary)
         starts.append(row)
     if replica.capacity is not None:
         line = f"{replica.capacity:.4g} req/s ({replica.method})"

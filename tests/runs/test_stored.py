@@ -1,0 +1,56 @@
+"""The one reader of run folders: run.json and the command's typed summary, for every command that writes one."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from seatrial.errors import ConfigError
+from seatrial.runs.stored import read_run
+from seatrial.runs.summaries import BY_COMMAND, Untyped
+from seatrial.runs.summaries.trial import CheckpointSummary, TrialSummary
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "seatrial"
+#: a command name as the code that opens a run folder spells it
+WRITES = re.compile(r'(?:RunFolder(?:\.\w+)?|record|write_folder|running)\([^,()]+, "([a-z][a-z-]*)"')
+
+
+def _folder(root: Path, command: str | None, summary: dict[str, object]) -> Path:
+    root.mkdir()
+    if command:
+        (root / "run.json").write_text(json.dumps({"command": command, "config": {"k": 1}}))
+    (root / "summary.json").write_text(json.dumps(summary))
+    return root
+
+
+def test_every_command_that_writes_a_run_folder_has_a_summary_model() -> None:
+    """A new command whose folder no model reads would give pages (and compare, and the trial) a dict again."""
+    written = {m for p in SRC.rglob("*.py") for m in WRITES.findall(p.read_text())}
+    assert {"bench", "capacity", "hw", "trial", "trial-checkpoint", "sync"} <= written  # the pattern still finds them
+    assert written - set(BY_COMMAND) == set()
+
+
+def test_a_trials_stage_0_folder_reads_as_its_model(tmp_path: Path) -> None:
+    fit = {"fits": False, "reason": "KV cache 0 tokens", "checked": True, "kv_cache_tokens": 0, "ledger": "w 2 GiB"}
+    run = read_run(_folder(tmp_path / "c", "trial-checkpoint", {"audit": {"total_bytes": 5}, "candidates": {"a": fit}}))
+    assert isinstance(run.summary, CheckpointSummary) and run.summary.candidates["a"].reason == "KV cache 0 tokens"
+    assert run.info.command == "trial-checkpoint" and run.info.config == {"k": 1}
+
+
+def test_a_field_another_version_added_is_left_out_and_one_it_lacks_is_named(tmp_path: Path) -> None:
+    row = {"name": "hw", "verdict": "PASS", "folder": "1-hardware", "seconds": 2.0, "from_v9": {"x": 1}}
+    run = read_run(_folder(tmp_path / "a", "trial", {"stages": [row], "candidates": [], "added_in_v9": True}))
+    assert isinstance(run.summary, TrialSummary) and run.summary.stages[0].seconds == 2.0
+    with pytest.raises(ConfigError, match=r"summary\.json: not the trial summary .*candidates: Field required"):
+        read_run(_folder(tmp_path / "b", "trial", {"stages": []}))
+    with pytest.raises(ConfigError, match=r"stages\.0\.seconds: Input should be a valid number"):
+        read_run(_folder(tmp_path / "c", "trial", {"stages": [{**row, "seconds": "slow"}], "candidates": []}))
+
+
+def test_a_folder_without_run_json_is_read_whole_and_shown_by_no_section(tmp_path: Path) -> None:
+    run = read_run(_folder(tmp_path / "u", None, {"levels": "not a bench's"}))
+    assert isinstance(run.summary, Untyped) and run.info.command is None
+    assert run.summary.model_dump() == {"levels": "not a bench's"}
