@@ -5,10 +5,12 @@
 #   bash evidence/h100-trial/device_run.sh build   carry .whl .llamacpp-src: wheels, llama-server + GGUF into the
 #                                                   ignored .llamacpp-build/ (kept by a warm machine); the binary
 #                                                   also comes back as $OUT/llama-server.xz.part-* (< 16 MiB each)
+#   bash evidence/h100-trial/device_run.sh all     both in one call (a machine start saved): the trial gets what is
+#                                                   left of CALL_S (590 s) after the build
 #   TRIAL_S=420 bash evidence/h100-trial/device_run.sh trial   carry .whl (+ .llamacpp-src for a fresh machine):
 #                                                   writes the plan sized to TRIAL_S seconds, runs the trial
 # Plan overrides (env): TRIAL_S, PRE, STARTS, BUDGET_MAX (a start's budget at most, s), SLO_TTFT, SLO_TPOT, PEAK,
-# IN_LEN, OUT_LEN, CAP_START, CAP_MIN, CAP_MAX, CAP_PRECISION, CAP_PROBE, CAP_MAXREQ, CTX, SERVE_EXTRA (more serve
+# ATTAIN, IN_LEN, OUT_LEN, CAP_START, CAP_MIN, CAP_MAX, CAP_PRECISION, CAP_PROBE, CAP_MAXREQ, CTX, SERVE_EXTRA (more serve
 # args, YAML: ', "--cache-ram", "0"').
 # The trial phase needs the binary: the warm machine's build, else the parts carried in evidence/h100-trial/.bin/
 # (reassembled; the GGUF is then made again from .llamacpp-src); with neither it stops at once (exit 4).
@@ -69,9 +71,9 @@ phase_build() {
   make_gguf || { cat "$W/gguf.txt"; exit 5; }
   ls -la "$BIN" "$GGUF" | tee -a "$W/build_time.txt"
   local s=$(date +%s)  # the binary back as parts under 16 MiB: a fresh machine's trial call carries them
-  xz -T16 -6 -c "$BIN" | split -b 15M -d - "$OUT/llama-server.xz.part-"
+  [ "$PHASE" = build ] && xz -T16 -6 -c "$BIN" | split -b 15M -d - "$OUT/llama-server.xz.part-"
   echo "xz+split in $(( $(date +%s) - s )) s: $(ls -la "$OUT"/llama-server.xz.part-* | awk '{print $5}' | tr '\n' ' ')" | tee -a "$W/build_time.txt"
-  tar -czf "$OUT/build.tgz" -C "$W" build_time.txt build_tail.txt cmake.log gguf.txt "host-build.txt" 2>/dev/null
+  tar -czf "$OUT/build.tgz" -C "$W" build_time.txt build_tail.txt cmake.log gguf.txt "host-$PHASE.txt" 2>/dev/null
   echo "build phase done in $(( $(date +%s) - T0 )) s"
 }
 
@@ -100,7 +102,7 @@ candidates:
 profiles:
   - name: chat
     slo: {ttft_ms: ${SLO_TTFT:-2000}, tpot_ms: ${SLO_TPOT:-50}}
-    attainment: 0.9
+    attainment: ${ATTAIN:-0.9}
     workload: {model: l1b, workload: random, input_len: ${IN_LEN:-1024}, output_len: ${OUT_LEN:-128}, ignore_eos: true, warmup: 4}
     peak_req_s: ${PEAK:-100}
 stages:
@@ -145,6 +147,8 @@ phase_trial() {
 case $PHASE in
   build) phase_build ;;
   trial) phase_trial ;;
+  all) phase_build || exit $?  # one call: the build, then a trial sized to what is left of CALL_S (default 590 s)
+       TRIAL_S=$(( ${CALL_S:-590} - ($(date +%s) - T0) - 15 )); echo "trial gets ${TRIAL_S} s"; phase_trial ;;
   plan) write_plan; cat "$W/plan.yaml" ;;  # the plan alone (a dry look; no checks, no wheels)
   *) echo "phase: build or trial"; exit 2 ;;
 esac

@@ -3,34 +3,34 @@ explains it or rules it out, and the file it was read from."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from tests.trial.plans import synthetic_plan
 
+from seatrial.runs import TrialResult, record
+from seatrial.runs.summaries.accept import AcceptSummary
+from seatrial.runs.summaries.capacity import Capacity, CapacitySummary, Limit
 from seatrial.trial.context import Outcome, TrialContext
 from seatrial.trial.diagnosis import diagnose
 from seatrial.trial.plan import TrialPlan
 
 
-def _write(path: Path, doc: object) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc))
-
-
-def _limit(cls: str, reason: str) -> dict[str, object]:
-    return {"limit": {"classification": cls, "reason": reason}}
+def _start(folder: Path, cls: str, reason: str) -> None:
+    """A capacity start's run folder as the search writes it (its figures beside the point here)."""
+    capacity = Capacity(mode="rate", rate_req_s=8.0, attainment_target=0.5, slo={"ttft_ms": 150.0}, confidence=0.9,
+                        found=True, stop_reason="precision reached")  # fmt: skip
+    record(folder, "capacity", {}, CapacitySummary(capacity=capacity, probes=[], limit=Limit(classification=cls, reason=reason)))
 
 
 def _trial(tmp_path: Path, hardware: Outcome | None) -> TrialContext:
     ctx = TrialContext(TrialPlan.model_validate(synthetic_plan(tmp_path)), tmp_path, tmp_path)
     cap = ctx.folder("capacity")
-    _write(cap / "two--chat" / "start-1" / "summary.json", _limit("QUEUE_SATURATION", "at 12: up to 9 waiting"))
-    _write(cap / "eight--chat" / "start-1" / "summary.json", _limit("KV_PRESSURE", "at 40: 12 preemptions"))
-    _write(cap / "eight--chat" / "start-2" / "summary.json", _limit("NONE", "every probe met the target"))
-    _write(ctx.folder("serving") / "eight" / "accept" / "summary.json",
-           {"trials": [{"name": "prefix-cache", "verdict": "FAIL", "reasons": ["hit rate 0.0%"]},
-                       {"name": "context", "verdict": "PASS", "reasons": ["ok"]}]})  # fmt: skip
+    _start(cap / "two--chat" / "start-1", "QUEUE_SATURATION", "at 12: up to 9 waiting")
+    _start(cap / "eight--chat" / "start-1", "KV_PRESSURE", "at 40: 12 preemptions")
+    _start(cap / "eight--chat" / "start-2", "NONE", "every probe met the target")
+    trials = [TrialResult(name="prefix-cache", verdict="FAIL", reasons=["hit rate 0.0%"]),
+              TrialResult(name="context", verdict="PASS", reasons=["ok"])]  # fmt: skip
+    record(ctx.folder("serving") / "eight" / "accept", "accept", {}, AcceptSummary(url="http://x", scale="small", trials=trials))
     if hardware:
         ctx.outcomes["hardware"] = hardware
     ctx.outcomes["checkpoint"] = Outcome("PASS", data={"plans": {"eight": {"kv_cache_tokens": 21504, "max_concurrency": 21.0}}})
@@ -59,8 +59,8 @@ def test_each_symptom_comes_with_its_evidence_and_source(tmp_path: Path) -> None
 
 def test_a_failed_gpu_is_suspected_first_and_an_unmeasured_one_is_not_ruled_out(tmp_path: Path) -> None:
     bad = Outcome("FAIL", data={"verdicts": {"memory-bandwidth@1": "FAIL", "gemm@0": "PASS"}})
-    queue = next(r for r in diagnose(_trial(tmp_path, bad)) if "two--chat" in r.source)
+    queue = next(r for r in diagnose(_trial(tmp_path / "bad", bad)) if "two--chat" in r.source)
     assert queue.evidence == "hardware (1-hardware/summary.json): memory-bandwidth@1 FAIL: suspect the GPU first"
-    for hw in (None, Outcome("UNAVAILABLE", "no GPU found")):
-        queue = next(r for r in diagnose(_trial(tmp_path, hw)) if "two--chat" in r.source)
+    for i, hw in enumerate((None, Outcome("UNAVAILABLE", "no GPU found"))):
+        queue = next(r for r in diagnose(_trial(tmp_path / str(i), hw)) if "two--chat" in r.source)
         assert "cannot rule it out" in queue.evidence and "suspect scheduling" in queue.evidence

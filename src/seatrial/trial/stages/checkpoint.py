@@ -7,6 +7,7 @@ from typing import Any
 
 from seatrial.errors import SeatrialError
 from seatrial.runs.folder import record
+from seatrial.runs.summaries.trial import CheckpointSummary
 from seatrial.trial.context import Outcome, TrialContext, brief
 from seatrial.trial.plan import Candidate
 
@@ -16,14 +17,13 @@ BAD_CHECKPOINT_EXIT = 3
 def run(ctx: TrialContext) -> Outcome:
     from seatrial.checkpoint import audit
 
-    folder = ctx.folder("checkpoint")
     if ctx.checkpoint.is_file():  # a GGUF (llama.cpp): nothing here reads one
         return _gguf(ctx)
     report = audit(ctx.checkpoint).model_dump(mode="json")
     errors = [f["message"] for f in report["findings"] if f["severity"] == "error"]
     summary: dict[str, Any] = {"audit": report, "candidates": {}}
     if errors:
-        record(folder, "trial-checkpoint", {"checkpoint": str(ctx.checkpoint)}, summary)
+        _record(ctx, summary)
         return Outcome("FAIL", f"the audit found {len(errors)} error(s): {errors[0]}", exit_code=BAD_CHECKPOINT_EXIT)
     ctx.log(f"   audit: {report['total_bytes']:,} bytes, {report['total_params']:,} parameters")
     models: dict[str, str] = {}
@@ -39,12 +39,18 @@ def run(ctx: TrialContext) -> Outcome:
         if not fit["fits"]:
             dropped[cand.name] = f"does not fit: {fit['reason']}"
         ctx.log(f"   {cand.name}: {'fits' if fit['fits'] else 'dropped, ' + fit['reason']}")
-    record(folder, "trial-checkpoint", {"checkpoint": str(ctx.checkpoint)}, summary)
+    _record(ctx, summary)
     data = {"models": models, "dropped": dropped, "plans": summary["candidates"]}
     if len(dropped) == len(ctx.plan.candidates):
         return Outcome("FAIL", "no candidate fits: " + "; ".join(f"{k} {v}" for k, v in dropped.items()), data, 1)
     kept = len(ctx.plan.candidates) - len(dropped)
     return Outcome("PASS", f"{kept} of {len(ctx.plan.candidates)} candidates fit", data)
+
+
+def _record(ctx: TrialContext, summary: dict[str, Any]) -> None:
+    """Stage 0's run folder, its summary through the model the report reads it with."""
+    record(ctx.folder("checkpoint"), "trial-checkpoint", {"checkpoint": str(ctx.checkpoint)},
+           CheckpointSummary.model_validate(summary))  # fmt: skip
 
 
 def _convert(ctx: TrialContext, cand: Candidate) -> Any:
@@ -80,8 +86,7 @@ def _gguf(ctx: TrialContext) -> Outcome:
     candidate that asks for a plan or a conversion is dropped, said."""
     asks = {c.name: "plan:" if c.plan else "convert:" for c in ctx.plan.candidates if c.plan or c.convert}
     dropped = {name: f"{what} reads a safetensors checkpoint, not {ctx.checkpoint.name}" for name, what in asks.items()}
-    record(ctx.folder("checkpoint"), "trial-checkpoint", {"checkpoint": str(ctx.checkpoint)},
-           {"gguf": str(ctx.checkpoint), "bytes": ctx.checkpoint.stat().st_size, "candidates": {}})  # fmt: skip
+    _record(ctx, {"gguf": str(ctx.checkpoint), "bytes": ctx.checkpoint.stat().st_size})
     data = {"dropped": dropped}
     if len(dropped) == len(ctx.plan.candidates):
         return Outcome("FAIL", "no candidate left: " + "; ".join(f"{k} {v}" for k, v in dropped.items()), data, 1)
