@@ -91,5 +91,5 @@ def test_a_tie_on_gpus_and_capacity_goes_to_the_cheaper_tokens_not_the_first_lis
 
 def test_a_search_that_never_broke_the_slo_makes_the_capacity_a_floor_said_in_the_reason() -> None:
     (p,) = _decide({"eight": _row(8.0, [(8.0, None), (8.0, 9.0)])}).data["profiles"]
-    assert "the search of start 1 ended before a load that broke the SLO" in p["reason"]
+    assert "the search of start 1 ended before any probe was shown to break the SLO (none MISSED)" in p["reason"]
     assert "7 replicas is at most what the peak needs" in p["reason"]

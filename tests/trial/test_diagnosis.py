@@ -64,3 +64,11 @@ def test_a_failed_gpu_is_suspected_first_and_an_unmeasured_one_is_not_ruled_out(
     for i, hw in enumerate((None, Outcome("UNAVAILABLE", "no GPU found"))):
         queue = next(r for r in diagnose(_trial(tmp_path / str(i), hw)) if "two--chat" in r.source)
         assert "cannot rule it out" in queue.evidence and "suspect scheduling" in queue.evidence
+
+
+def test_a_gpu_trial_the_card_does_not_support_is_no_suspect(tmp_path: Path) -> None:
+    """On a lent H100 the diagnosis read fp4's UNSUPPORTED (Hopper has no FP4) as "suspect the GPU first"."""
+    sheet = Outcome("PASS", data={"verdicts": {"gemm@0": "PASS", "precision.fp4@0": "UNSUPPORTED", "dcgm": "UNAVAILABLE"}})
+    queue = next(r for r in diagnose(_trial(tmp_path, sheet)) if "two--chat" in r.source)
+    assert queue.evidence == ("hardware (1-hardware/summary.json): 1 trials passed, 2 not measured, no throttle or fault; "
+                              "suspect scheduling (max-num-seqs)")  # fmt: skip

@@ -17,6 +17,7 @@ from seatrial.runs.stored import read_run
 from seatrial.runs.summaries.accept import AcceptSummary
 from seatrial.runs.summaries.capacity import CapacitySummary
 from seatrial.runs.summaries.trial import DiagnosisRow
+from seatrial.runs.verdicts import BLOCKING, NOT_MEASURED
 from seatrial.trial.context import TrialContext
 
 #: capacity.limits' class -> (the symptom, the suspect when the hardware passed)
@@ -46,10 +47,13 @@ def _hardware(ctx: TrialContext) -> str:
     where = f"{ctx.folder('hardware').name}/summary.json"
     if got is None or got.verdict == "UNAVAILABLE" or not got.data.get("verdicts"):
         return f"hardware not measured ({where if got else 'stage not run'}): cannot rule it out"
-    bad = {k: v for k, v in got.data["verdicts"].items() if v not in ("PASS", "UNAVAILABLE")}
+    bad = {k: v for k, v in got.data["verdicts"].items() if v in BLOCKING}  # not PASS, nor a trial not measured
     if bad:
         return f"hardware ({where}): {', '.join(f'{k} {v}' for k, v in sorted(bad.items()))}: suspect the GPU first"
-    return f"hardware ({where}): {len(got.data['verdicts'])} trials passed, no throttle or fault"
+    verdicts = got.data["verdicts"].values()
+    unmeasured = sum(v in NOT_MEASURED for v in verdicts)
+    return (f"hardware ({where}): {sum(v == 'PASS' for v in verdicts)} trials passed"
+            + (f", {unmeasured} not measured" if unmeasured else "") + ", no throttle or fault")  # fmt: skip
 
 
 def _capacity(ctx: TrialContext) -> Iterator[DiagnosisRow]:

@@ -57,7 +57,10 @@ def _floor(r: dict[str, Any]) -> str:
     """Which starts' searches never saw a load the SLO did not hold (no probe MISSED: their time budget ran out,
     or every probe up to the highest allowed met); '' where every search found a load that broke it."""
     ended = [s["start"] for s in r["starts"] if s.get("bound") and s["bound"].get("first_failing_rate_req_s") is None]
-    return f"the search of start {', '.join(map(str, ended))} ended before a load that broke the SLO" if ended else ""
+    if not ended:
+        return ""
+    which = f"start {ended[0]}" if len(ended) == 1 else f"starts {', '.join(map(str, ended[:-1]))} and {ended[-1]}"
+    return f"the search of {which} ended before any probe was shown to break the SLO (none MISSED)"
 
 
 _SIZED = ("capacity_req_s", "capacity_starts", "replicas", "gpus", "concurrency_quota", "usd_per_1m_output_tokens")
