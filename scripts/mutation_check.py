@@ -268,6 +268,20 @@ MUTATIONS = (
         "        if False:",
         ("tests/capacity/test_probe_intervals.py::test_an_overloaded_run_misses_at_once_whatever_its_share",),
     ),
+    Mutation(
+        "the trial's diagnosis suspects a GPU trial that was not measured (fp4 UNSUPPORTED on Hopper)",
+        "trial/diagnosis.py",
+        "if v in BLOCKING}",
+        'if v != "PASS"}',
+        ("tests/trial/test_diagnosis.py",),
+    ),
+    Mutation(
+        "a trial plan's capacity stage is not judged by capacity's rules until stage 5",
+        "trial/plan.py",
+        '            CapacityConfig(slo={"ttft_ms": 1.0}, **self.model_dump(exclude={"starts"}))',
+        "            pass",
+        ("tests/trial/test_plan.py::test_a_bad_plan_is_exit_2_naming_the_key_before_any_folder",),
+    ),
 )
 
 
