@@ -15,7 +15,7 @@ from seatrial.runs.summaries.trial import CheckpointSummary, TrialSummary
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "seatrial"
 #: a command name as the code that opens a run folder spells it
-WRITES = re.compile(r'(?:RunFolder(?:\.\w+)?|record|write_folder|running)\([^,()]+, "([a-z][a-z-]*)"')
+WRITES = re.compile(r'(?:RunFolder(?:\.\w+)?|record|write_folder|running)\((?:[^,()]|\([^()]*\))+, "([a-z][a-z-]*)"')
 
 
 def _folder(root: Path, command: str | None, summary: dict[str, object]) -> Path:

@@ -58,19 +58,19 @@ def typed(command: str | None, summary: dict[str, Any]) -> SummaryModel:
     model = model_for(command, summary)
     if model is None:
         return Untyped.model_validate(summary)
-    for _ in range(2):  # once as written, once without the fields another version added
-        try:
-            return model.model_validate(summary)
-        except ValidationError as exc:
-            errors = exc.errors()
-            wrong = [e for e in errors if e["type"] not in _DRIFT]
-            if wrong or any(e["type"] == "missing" for e in errors):
-                raise ConfigError("; ".join(_where(e) for e in (wrong or errors)[:3])) from None
-            try:
-                summary = _without(summary, [e["loc"] for e in errors])
-            except (KeyError, IndexError, TypeError):  # a location in a union's member, not a key of the file
-                raise ConfigError("; ".join(_where(e) for e in errors[:3])) from None
-    raise AssertionError("unreachable: the second pass has no added field left")
+    try:
+        return model.model_validate(summary)
+    except ValidationError as exc:
+        errors = exc.errors()
+    wrong = [e for e in errors if e["type"] not in _DRIFT] or [e for e in errors if e["type"] == "missing"]
+    try:
+        if not wrong:  # only fields another version added: read it without them
+            return model.model_validate(_without(summary, [e["loc"] for e in errors]))
+    except (KeyError, IndexError, TypeError):  # a location inside a union's member, not a key of the file
+        wrong = errors
+    except ValidationError as exc:
+        wrong = exc.errors()
+    raise ConfigError("; ".join(_where(e) for e in wrong[:3]))
 
 
 class Untyped(SummaryModel):
@@ -80,7 +80,8 @@ class Untyped(SummaryModel):
 
 
 def _where(error: Any) -> str:
-    return f"{'.'.join(map(str, error['loc'])) or '(top)'}: {error['msg']}"
+    later = " (written by another seatrial version?)" if error["type"] == "missing" else ""
+    return f"{'.'.join(map(str, error['loc'])) or '(top)'}: {error['msg']}{later}"
 
 
 def _without(data: Any, locations: list[tuple[Any, ...]]) -> Any:
