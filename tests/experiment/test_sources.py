@@ -83,3 +83,24 @@ def test_two_traces_are_two_workloads_and_a_new_field_is_a_key() -> None:
     assert workload_differences(sessions, {**sessions, "turns": 5}) == ["turns: 3 vs 5"]
     assert workload_differences({**base, "seed": 1}, {**base, "seed": 2}) == []
     assert workload_differences(base, {k: v for k, v in base.items() if k != "speedup"}) == []  # an older folder
+
+
+def _level(c: int) -> dict[str, Any]:
+    """A bench level as a folder written before levels had an index holds it (no ``index``)."""
+    dist = {"mean": 1.0, "p50": 1.0, "p90": 1.0, "p95": 1.0, "p99": 1.0, "max": 1.0}
+    return {"concurrency": c, "rate": None, "requests_ok": 1, "requests_failed": 0, "output_tok_s": 1.0,
+            "per_user_output_tok_s": 1.0, "ttft_ms": dist, "tpot_ms": dist, "itl_ms": dist, "e2e_ms": dist,
+            "server": {}, "valid": True, "invalid_reasons": []}  # fmt: skip
+
+
+def test_compare_reads_a_folder_whose_levels_have_no_index_by_concurrency(tmp_path: Path) -> None:
+    """Read through the typed reader, a level without ``index`` came back with the model's default 0: every level
+    of such a folder took level 0's requests (or none), and compare compared the wrong requests, silently."""
+    from seatrial.experiment.sources import load_runs
+
+    folder = _folder(tmp_path, [_row("a", 5.0, concurrency=1), _row("b", 7.0, concurrency=2), _row("c", 8.0, concurrency=2)])
+    (folder / "run.json").write_text(json.dumps({"command": "bench", "config": {"workload": {"name": "random"}}}))
+    (folder / "summary.json").write_text(json.dumps({"levels": [_level(1), _level(2)]}))
+    (run,) = load_runs(folder)
+    by_label = {label: starts[0]["values"]["ttft_ms"] for (_, label), starts in run.levels.items()}
+    assert by_label == {"C=1": [5.0], "C=2": [7.0, 8.0]}

@@ -16,7 +16,7 @@ from seatrial.runs import read_jsonl
 from seatrial.runs.stored import RunInfo, read_run
 from seatrial.runs.summaries.accept import AcceptSummary
 from seatrial.runs.summaries.base import SummaryModel
-from seatrial.runs.summaries.bench import BenchSummary
+from seatrial.runs.summaries.bench import BenchSummary, LevelSummary
 from seatrial.runs.summaries.capacity import CapacitySummary
 from seatrial.runs.summaries.experiment import ExperimentSummary
 
@@ -124,8 +124,14 @@ def _bench_workload(config: dict[str, Any]) -> dict[str, Any]:
 def _bench(path: Path, label: str, info: RunInfo, summary: BenchSummary) -> list[Run]:
     run = Run(label, "bench", path)
     for level in summary.levels:
-        _add(run, _bench_workload(info.config), level.to_json(), path, (info.config.get("load") or {}).get("max_lag_ms"))
+        _add(run, _bench_workload(info.config), _as_written(level), path, (info.config.get("load") or {}).get("max_lag_ms"))
     return [run]
+
+
+def _as_written(level: LevelSummary) -> dict[str, Any]:
+    """A level as its folder holds it: a field the folder's version did not write (a level ``index``) stays
+    absent, not its default, so :func:`level_values` takes such a folder's requests by concurrency."""
+    return level.model_dump(mode="json", exclude_unset=True)
 
 
 def _experiment(path: Path, label: str, info: RunInfo, summary: ExperimentSummary) -> list[Run]:
@@ -136,7 +142,7 @@ def _experiment(path: Path, label: str, info: RunInfo, summary: ExperimentSummar
         run = Run(f"{label}/{s.name}", "experiment", path)
         for st in s.starts:
             for level in st.levels:
-                _add(run, workload, level.to_json(), path / st.folder, w.get("max_lag_ms"))
+                _add(run, workload, _as_written(level), path / st.folder, w.get("max_lag_ms"))
         runs.append(run)
     return runs
 

@@ -136,10 +136,10 @@ class RunFolder:
         its run.json is kept as it is. ConfigError where it holds no run, or another command's."""
         check_run_folder(path, "--out", fresh=False)
         if not (path / "run.json").is_file():
-            raise ConfigError(f"{path}: holds no {command} run (no run.json)")
+            raise ConfigError(f"--resume: {path} holds no {command} run (no run.json)")
         wrote = read_run_json(path / "run.json").get("command")
         if wrote != command:
-            raise ConfigError(f"{path}: holds a run of `{wrote}`, not of `{command}`: --resume continues its own command's run")
+            raise ConfigError(f"--resume: {path} holds a run of `{wrote}`, not of `{command}`")
         folder = cls.__new__(cls)  # no run.json to write and no requests to append: nothing of __init__
         folder.path, folder._requests, folder._metrics = path, None, None
         return folder

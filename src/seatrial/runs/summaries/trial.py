@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from seatrial.runs.summaries.base import SummaryModel
+from seatrial.runs.summaries.base import Sparse, SummaryModel
 
 
 class StageRow(SummaryModel):
@@ -69,7 +69,7 @@ class CandidateFit(SummaryModel):
     reason: str
     checked: bool = False
     kv_cache_tokens: int | None = None
-    max_concurrency: int | None = None
+    max_concurrency: float | None = None  # sequences at max_model_len the KV cache holds (a quotient)
     ledger: str | None = None
 
 
@@ -82,9 +82,11 @@ class AuditTotals(BaseModel):
     findings: list[object] = Field(default_factory=list)
 
 
-class CheckpointSummary(SummaryModel):
+class CheckpointSummary(Sparse):
     """Stage 0's run folder (command ``trial-checkpoint``): the audit's report (the checkpoint capability's JSON)
     and each candidate's fit; or, for a GGUF file, its path and size (nothing here reads one)."""
+
+    omit_if_none = frozenset({"audit", "gguf", "bytes"})
 
     audit: dict[str, object] | None = None
     candidates: dict[str, CandidateFit] = Field(default_factory=dict)
