@@ -57,6 +57,9 @@ def test_capacity_over_fresh_starts_searches_each_with_its_own_seed_and_folder(t
         assert one["capacity"]["concurrency"] == st["capacity"] and (out / st["folder"] / "server.log").is_file()
         assert json.loads((out / st["folder"] / "run.json").read_text())["config"]["bench"]["workload"]["seed"] == st["seed"]
     assert "capacity of a fresh replica" in r.output
+    page = (out / "report.html").read_text()  # the replica's bound, each start's row, then each start's own page
+    assert "Capacity of a fresh replica: " in page and page.count("<h2>Start ") == 2 and f"<td>{s['starts'][1]['seed']}</td>" in page
+    assert page.count("SLO attainment against load") == 2
 
 
 def test_a_start_that_found_no_capacity_makes_the_replica_below_its_floor(tmp_path: Path) -> None:

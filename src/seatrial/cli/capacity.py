@@ -97,7 +97,7 @@ def _over_starts(serve: Serve, starts: int, out_dir: Path | None, json_path: Pat
     ccfg = settings_from(CapacityConfig, {k: settings[k] for k in CAPACITY_OPTIONS})
     config = starts_config(serve, starts, bench, ccfg)
     log = lambda line: console.print(escape(line), highlight=False)  # noqa: E731
-    with running(out_dir, "capacity", config, requests=False, report=False) as (folder, progress):
+    with running(out_dir, "capacity", config, requests=False) as (folder, progress):
         replica = run_starts(bench, ccfg, serve, starts, out_dir, log, progress)
         if folder:
             folder.write_summary(replica)

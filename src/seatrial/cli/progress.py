@@ -159,18 +159,18 @@ def print_level_notes(levels: list[LevelSummary]) -> None:
 
 @contextmanager
 def running(
-    out_dir: Path | None, command: str, config: dict[str, Any], *, requests: bool = True, report: bool = True
+    out_dir: Path | None, command: str, config: dict[str, Any], *, requests: bool = True
 ) -> Iterator[tuple[RunFolder | None, LiveProgress]]:
     """One load run's life on the command line: its run folder (with ``--out``), live progress, Ctrl-C
     ended as RunInterrupted naming the partial folder (closed either way), and the report once the work is
-    done (``report``: the command's summary has a report)."""
+    done."""
     from seatrial.runs.folder import RunFolder
 
     folder = RunFolder(out_dir, command, config, requests=requests) if out_dir else None
     with partial_on_interrupt(out_dir, folder):
         with LiveProgress() as progress:
             yield folder, progress
-        if out_dir and report:
+        if out_dir:
             from seatrial.report.html import write_report
 
             console.print(f"report: {write_report(out_dir)}", highlight=False)

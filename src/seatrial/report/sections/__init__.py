@@ -17,7 +17,7 @@ Section = Callable[["SummaryModel"], str | None]
 BY_COMMAND: dict[str, tuple[str, ...]] = {
     "bench": ("bench",),
     "accept": ("trials",),
-    "capacity": ("capacity",),
+    "capacity": ("capacity", "capacity:replica_section"),
     "experiment": ("experiment",),
     "compare": ("compare",),
     "hw": ("hw",),
@@ -29,8 +29,9 @@ BY_COMMAND: dict[str, tuple[str, ...]] = {
 }
 
 
-#: command -> ``module:function`` giving the fragments of the run folders inside its own (a trial's stages)
-NESTED: dict[str, str] = {"trial": "trial:stage_pages"}
+#: command -> ``module:function`` giving the fragments of the run folders inside its own (a trial's stages, a
+#: capacity search's fresh starts)
+NESTED: dict[str, str] = {"trial": "trial:stage_pages", "capacity": "capacity:start_pages"}
 
 
 def nested_for(command: str | None) -> Callable[[Path, SummaryModel], list[str]] | None:
