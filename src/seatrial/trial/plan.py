@@ -182,19 +182,28 @@ class ServingStage(_Model):
     profile: Path | None = Field(None, description="accept's profile YAML; default: the built-in one")
 
 
+def _search(name: str, default: Any = None) -> Any:
+    """CapacityConfig's field ``name`` (one definition of its limits and help), with the trial's ``default``."""
+    from pydantic.fields import FieldInfo
+
+    info = CapacityConfig.model_fields[name]
+    return info if default is None else FieldInfo.merge_field_infos(info, default=default)
+
+
 class CapacityStage(_Model):
     """The capacity search over fresh starts (capacity --serve --starts), per candidate and profile, in
     requests per second (open-loop arrivals: a profile's peak is a rate)."""
 
     starts: int = Field(2, ge=1)
-    confidence: float = Field(0.9, gt=0.5, lt=1)
-    start: float | None = Field(None, gt=0)
-    min_rate: float | None = Field(None, gt=0)
-    max_rate: float | None = Field(None, gt=0)
-    precision: float = Field(0.1, gt=0, lt=1)
-    probe_requests: int | None = Field(None, ge=4)
-    max_probe_requests: int | None = Field(None, ge=4)
-    time_budget: str | None = Field("10m", description="per start")
+    # the search's own fields (limits, help), with the trial's defaults where they differ from one search's
+    confidence: float = _search("confidence", 0.9)
+    start: float | None = _search("start")
+    min_rate: float | None = _search("min_rate")
+    max_rate: float | None = _search("max_rate")
+    precision: float = _search("precision", 0.1)
+    probe_requests: int | None = _search("probe_requests")
+    max_probe_requests: int | None = _search("max_probe_requests")
+    time_budget: str | None = _search("time_budget", "10m")  # per start
 
     @model_validator(mode="after")
     def _as_capacity_takes_it(self) -> CapacityStage:
