@@ -26,6 +26,15 @@ def render_sections(summary: SummaryModel, command: str | None) -> list[str]:
     return [frag for section in sections_for(command) if (frag := section(summary))]
 
 
+def folder_sections(folder: Path) -> list[str]:
+    """The sections of a run folder inside another's (a trial's stage, a capacity search's start), read by the one
+    reader."""
+    from seatrial.runs.stored import read_run
+
+    run = read_run(folder)
+    return render_sections(run.summary, run.info.command)
+
+
 def render_html(run: StoredRun, title: str, below: list[str] | None = None) -> str:
     """The page; ``below``: fragments after its sections (a trial's stages' run folders)."""
     parts = render_sections(run.summary, run.info.command) + (below or [])

@@ -42,10 +42,9 @@ def read_run(run_dir: Path) -> StoredRun:
         info = RunInfo.model_validate(raw_info)
     except ValueError as exc:
         raise ConfigError(f"{info_path}: not the run.json seatrial writes: {exc}") from None
+    raw_summary = read_run_json(summary_path)  # its own ConfigError names the file
     try:
-        summary = typed(info.command, read_run_json(summary_path))
+        summary = typed(info.command, raw_summary)
     except ConfigError as exc:
-        if str(exc).startswith(str(summary_path)):
-            raise
         raise ConfigError(f"{summary_path}: not the {info.command} summary seatrial writes: {exc}") from None
     return StoredRun(run_dir, info, summary)

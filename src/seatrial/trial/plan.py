@@ -211,11 +211,12 @@ class CapacityStage(_Model):
         is read, not hours later when stage 5 starts."""
         from pydantic import ValidationError
 
+        from seatrial.errors import validation_message
+
         try:
             CapacityConfig(slo={"ttft_ms": 1.0}, **self.model_dump(exclude={"starts"}))
         except ValidationError as exc:
-            raise ValueError("; ".join(f"{'.'.join(map(str, e['loc'])) or 'capacity'}: {e['msg'].removeprefix('Value error, ')}"
-                                       for e in exc.errors())) from None  # fmt: skip
+            raise ValueError(validation_message(exc)) from None
         return self
 
     def config(self, profile: Profile, gpus: int) -> CapacityConfig:

@@ -68,12 +68,10 @@ def replica_section(r: SummaryModel) -> str | None:
 
 def start_pages(run_dir: Path, r: SummaryModel) -> list[str]:
     """Each start's own capacity page under a search over fresh starts (none for a one-start search)."""
-    from seatrial.report.html import render_sections
-    from seatrial.runs.stored import read_run
+    from seatrial.report.html import folder_sections
 
     parts: list[str] = []
     for s in r.starts if isinstance(r, ReplicaCapacity) else []:
         if s.folder and (run_dir / s.folder / "summary.json").is_file():
-            one = read_run(run_dir / s.folder)
-            parts += [f"<h2>Start {s.start}</h2>", *render_sections(one.summary, one.info.command)]
+            parts += [f"<h2>Start {s.start}</h2>", *folder_sections(run_dir / s.folder)]
     return parts

@@ -89,8 +89,7 @@ def checkpoint_section(c: SummaryModel) -> str | None:
 
 def stage_pages(run_dir: Path, t: SummaryModel) -> list[str]:
     """Each stage's run folders (the stage's own, or those in it two levels down) with their sections."""
-    from seatrial.report.html import render_sections
-    from seatrial.runs.stored import read_run
+    from seatrial.report.html import folder_sections
 
     parts: list[str] = []
     for s in t.stages if isinstance(t, TrialSummary) else []:
@@ -101,7 +100,6 @@ def stage_pages(run_dir: Path, t: SummaryModel) -> list[str]:
                        if p.is_file() and (p.parent / "summary.json").is_file())  # fmt: skip
         parts.append(f"<h2 id='stage-{e(s.name)}'>Stage: {e(s.name)} ({e(s.verdict)})</h2>")
         for folder in found:
-            sub = read_run(folder)
             parts.append(f"<p class='meta'>{e(str(folder.relative_to(run_dir)))}/</p>")
-            parts += render_sections(sub.summary, sub.info.command)
+            parts += folder_sections(folder)
     return parts
