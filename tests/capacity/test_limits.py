@@ -22,17 +22,17 @@ def probe(load: float, verdict: str, missed: dict[str, int], **server: Any) -> P
 def test_each_class_is_judged_at_the_first_load_that_did_not_meet() -> None:
     met = probe(4, "MEETS", {"failed": 0, "ttft_ms": 1})
     queue = probe(8, "MISSES", {"failed": 0, "ttft_ms": 40, "tpot_ms": 2}, waiting_max=6, running_max=4)
-    assert limit([met, queue], 4).classification == "QUEUE_SATURATION"
+    assert limit([met, queue], 4, 0.8).classification == "QUEUE_SATURATION"
     kv = probe(8, "MISSES", {"failed": 0, "ttft_ms": 40}, preemptions=3)
-    assert limit([met, kv], 4).classification == "KV_PRESSURE"
+    assert limit([met, kv], 4, 0.8).classification == "KV_PRESSURE"
     decode = probe(8, "INCONCLUSIVE", {"failed": 0, "ttft_ms": 2, "tpot_ms": 30}, waiting_max=0)
-    assert limit([met, decode], 4).classification == "THROUGHPUT_PLATEAU"
+    assert limit([met, decode], 4, 0.8).classification == "THROUGHPUT_PLATEAU"
     cliff = probe(8, "MISSES", {"failed": 0, "ttft_ms": 30}, waiting_max=0)
-    assert limit([met, cliff], 4).classification == "SLO_CLIFF"
+    assert limit([met, cliff], 4, 0.8).classification == "SLO_CLIFF"
     higher = probe(16, "MISSES", {"failed": 0, "tpot_ms": 50})
-    assert limit([met, queue, higher], 4).classification == "QUEUE_SATURATION"  # the lowest one decides
-    assert limit([met], 4).classification == "NONE"
-    assert limit([met, probe(8, "INVALID", {"failed": 0})], 4).classification == "CLIENT_BOUND"
+    assert limit([met, queue, higher], 4, 0.8).classification == "QUEUE_SATURATION"  # the lowest one decides
+    assert limit([met], 4, 0.8).classification == "NONE"
+    assert limit([met, probe(8, "INVALID", {"failed": 0})], 4, 0.8).classification == "CLIENT_BOUND"
 
 
 def test_a_search_stopped_by_the_client_says_which_load_it_delivered_and_what_it_knows() -> None:
@@ -42,7 +42,7 @@ def test_a_search_stopped_by_the_client_says_which_load_it_delivered_and_what_it
                           "the capacity is at least 8 req/s; client lag")  # fmt: skip
     assert "no lower load met" in invalid_stop(bad, None, rate=True)
     assert "delivered" not in invalid_stop(bad, 2.0, rate=False)  # a closed loop has no rate to name
-    assert "the client delivered 12.3 req/s" in limit([bad], None).reason
+    assert "the client delivered 12.3 req/s" in limit([bad], None, 0.8).reason
 
 
 def test_a_starved_client_is_said_once_with_the_advice_to_give_it_its_own_cpus() -> None:
@@ -60,6 +60,24 @@ def test_an_inconclusive_probe_where_no_request_broke_the_slo_names_no_symptom()
     SLO cliff sent the trial's diagnosis after a TTFT that was never high."""
     met = probe(4, "MEETS", {"failed": 0, "ttft_ms": 0})
     unsure = probe(8, "INCONCLUSIVE", {"failed": 0, "ttft_ms": 0, "tpot_ms": 0}, waiting_max=0)
-    got = limit([met, unsure], 4)
-    assert got.classification == "NONE" and "no request broke the SLO" in got.reason
-    assert limit([met, probe(8, "INCONCLUSIVE", {"failed": 1})], 4).classification == "SLO_CLIFF"
+    got = limit([met, unsure], 4, 0.8)
+    assert got.classification == "NONE" and "fall below 80.0%" in got.reason
+    assert limit([met, probe(8, "INCONCLUSIVE", {"failed": 1})], 4, 0.8).classification == "SLO_CLIFF"
+
+
+def test_the_symptom_is_read_at_the_lowest_load_above_capacity_where_requests_broke_the_slo() -> None:
+    """A CPU search (vLLM, 4 slots) met at 4.4 req/s, ran out of requests at 6.6 and 8.9 where every request
+    held, and saw 44 of 60 break TTFT with 4 waiting at 17.7: that queue is what set the capacity (it said
+    NONE, as if nothing had been seen)."""
+    met = probe(4.4, "MEETS", {"failed": 0, "ttft_ms": 0})
+    held = [probe(x, "INCONCLUSIVE", {"failed": 0, "ttft_ms": 0}, waiting_max=1) for x in (6.6, 8.9)]
+    queue = probe(17.7, "INCONCLUSIVE", {"failed": 0, "ttft_ms": 44}, waiting_max=4, running_max=4)
+    got = limit([queue, held[1], met, held[0]], 4.4, 0.8)
+    assert got.classification == "QUEUE_SATURATION" and got.reason.startswith("at 17.7 (INCONCLUSIVE"), got
+    # one TTFT of 60 over the bound (98.3% good at a 0.8 target) is not where the SLO broke (it said SLO_CLIFF)
+    one = probe(7.4, "INCONCLUSIVE", {"failed": 0, "ttft_ms": 1}, waiting_max=0).model_copy(update={"attainment": 0.983})
+    assert limit([met, one, queue], 4.4, 0.8).classification == "QUEUE_SATURATION"
+    assert limit([met, one], 4.4, 0.8).classification == "NONE"
+    kv = probe(8.9, "INCONCLUSIVE", {"failed": 0, "ttft_ms": 0}, kv_cache_usage_max=0.97)
+    assert limit([met, held[0], kv, queue], 4.4, 0.8).classification == "KV_PRESSURE"  # full KV is a symptom itself
+    assert limit([met, queue], 17.7, 0.8).classification == "NONE"  # nothing above the capacity broke

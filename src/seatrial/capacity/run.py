@@ -128,7 +128,7 @@ class CapacityRun:
             ended_early=search.early,
         )
         summary = CapacitySummary(
-            capacity=cap, probes=self.probes, limit=limit(self.probes, search.lower) if final else _searching(),
+            capacity=cap, probes=self.probes, limit=limit(self.probes, search.lower, c.attainment) if final else _searching(),
             levels=[o.summary for o in self.levels], model=model, workload=self.cfg.workload.name,
             plan_check=self.plan_check, spans=self.spans,
         )  # fmt: skip
