@@ -29,7 +29,10 @@ def _trial(tmp_path: Path, hardware: Outcome | None) -> TrialContext:
     _start(cap / "eight--chat" / "start-1", "KV_PRESSURE", "at 40: 12 preemptions")
     _start(cap / "eight--chat" / "start-2", "NONE", "every probe met the target")
     trials = [TrialResult(name="prefix-cache", verdict="FAIL", reasons=["hit rate 0.0%"]),
-              TrialResult(name="context", verdict="PASS", reasons=["ok"])]  # fmt: skip
+              TrialResult(name="context", verdict="PASS", reasons=["ok"]),
+              # an engine without tool calls: not measured, no symptom (it was one: "accept tools UNSUPPORTED")
+              TrialResult(name="tools", verdict="UNSUPPORTED", reasons=["the server has no tool parser"]),
+              TrialResult(name="lora", verdict="UNAVAILABLE", reasons=["no adapter given"])]  # fmt: skip
     record(ctx.folder("serving") / "eight" / "accept", "accept", {}, AcceptSummary(url="http://x", scale="small", trials=trials))
     if hardware:
         ctx.outcomes["hardware"] = hardware
@@ -42,7 +45,8 @@ def _trial(tmp_path: Path, hardware: Outcome | None) -> TrialContext:
 
 def test_each_symptom_comes_with_its_evidence_and_source(tmp_path: Path) -> None:
     ok = Outcome("PASS", data={"verdicts": {"gemm@0": "PASS", "memory-bandwidth@0": "PASS"}})
-    rows = {r.source: r for r in diagnose(_trial(tmp_path, ok))}
+    found = diagnose(_trial(tmp_path, ok))
+    rows = {r.source: r for r in found}
     queue = rows["5-capacity/two--chat/start-1/summary.json"]
     assert queue.symptom.startswith("TTFT high: requests queue") and "up to 9 waiting" in queue.symptom
     assert queue.evidence == ("hardware (1-hardware/summary.json): 2 trials passed, no throttle or fault; "
@@ -54,7 +58,7 @@ def test_each_symptom_comes_with_its_evidence_and_source(tmp_path: Path) -> None
     assert prefix.symptom == "prefix hits 0 (eight: hit rate 0.0%)"
     slow = rows["5-capacity/eight--chat/summary.json"]
     assert slow.symptom == "start-up 95 s (eight start 1)" and "predicts 2.5 s" in slow.evidence
-    assert len(rows) == 4  # the 4 s start is no symptom
+    assert len(found) == 4  # the 4 s start is no symptom, nor a trial not measured
 
 
 def test_a_failed_gpu_is_suspected_first_and_an_unmeasured_one_is_not_ruled_out(tmp_path: Path) -> None:

@@ -86,7 +86,7 @@ def _serving(ctx: TrialContext) -> Iterator[DiagnosisRow]:
     for path in sorted(ctx.folder("serving").glob("*/accept/summary.json")):
         accepted = read_run(path.parent).summary
         for t in accepted.trials if isinstance(accepted, AcceptSummary) else []:
-            if t.verdict in ("PASS", "UNAVAILABLE"):
+            if t.verdict not in BLOCKING:  # PASS, or not measured (UNAVAILABLE, UNSUPPORTED): no symptom
                 continue
             reason = "; ".join(t.reasons or []) or t.verdict
             symptom = "prefix hits 0" if t.name == "prefix-cache" else f"accept {t.name} {t.verdict}"
