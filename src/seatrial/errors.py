@@ -16,7 +16,8 @@ A failed *request* is never an exception: it is a record with its error.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 
 class SeatrialError(Exception):
@@ -65,14 +66,18 @@ class RunInterrupted(SeatrialError):
 def validation_message(exc: Exception, where: str = "", label: Callable[[str], str] | None = None) -> str:
     """A pydantic ValidationError in one line, ``where: field.path: message; ...``; ``label`` names a
     field as the user wrote it (a flag, ``--health-url`` for ``health.url``)."""
-    errors = exc.errors() if hasattr(exc, "errors") else []
+    msgs = errors_message(exc.errors() if hasattr(exc, "errors") else [], label) or str(exc)
+    return f"{where}: {msgs}" if where else msgs
+
+
+def errors_message(errors: Sequence[Mapping[str, Any]], label: Callable[[str], str] | None = None) -> str:
+    """pydantic's error records in one line, ``field.path: message; ...`` (:func:`validation_message`'s body)."""
     parts = []
     for err in errors:
         loc = ".".join(str(p) for p in err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
         parts.append(f"{label(loc) if label else loc}: {msg}" if loc else msg)  # a rule over several fields: its message
-    msgs = "; ".join(parts) or str(exc)
-    return f"{where}: {msgs}" if where else msgs
+    return "; ".join(parts)
 
 
 def as_flag(loc: str) -> str:

@@ -53,7 +53,7 @@ def typed(command: str | None, summary: dict[str, Any]) -> SummaryModel:
     A command without a model (a folder without run.json) gives :class:`Untyped`, which no section shows."""
     from pydantic import ValidationError
 
-    from seatrial.errors import ConfigError
+    from seatrial.errors import ConfigError, errors_message
 
     model = model_for(command, summary)
     if model is None:
@@ -70,18 +70,14 @@ def typed(command: str | None, summary: dict[str, Any]) -> SummaryModel:
         wrong = errors
     except ValidationError as exc:
         wrong = exc.errors()
-    raise ConfigError("; ".join(_where(e) for e in wrong[:3]))
+    later = " (a field missing: written by another seatrial version?)" if any(e["type"] == "missing" for e in wrong) else ""
+    raise ConfigError(errors_message(wrong[:3]) + later)
 
 
 class Untyped(SummaryModel):
     """The summary of a folder no command's model names (no run.json): kept whole, shown by no section."""
 
     model_config = ConfigDict(extra="allow")
-
-
-def _where(error: Any) -> str:
-    later = " (written by another seatrial version?)" if error["type"] == "missing" else ""
-    return f"{'.'.join(map(str, error['loc'])) or '(top)'}: {error['msg']}{later}"
 
 
 def _without(data: Any, locations: list[tuple[Any, ...]]) -> Any:
