@@ -12,6 +12,8 @@
 #                                                  over STARTS fresh starts (--serve); the build's binary goes
 #                                                  back as $OUT/llama-server.xz (carry it in .llamacpp-bin/)
 #   CUDA_FA=OFF bash evidence/h200-llamacpp/device_run.sh f   (build,) accept's basic and prefix-cache trials alone
+#   bash evidence/h200-llamacpp/device_run.sh g   (build,) one user, a closed-loop capacity search (issue 38 at 64+
+#                                                  users: CPAR slots, SLO), then the referee around its bound
 #   CAP=R bash evidence/h200-llamacpp/device_run.sh e   the referee: long bench levels at 0.9 and 1.1 x R (req/s,
 #                                                  or users with CAP_MODE=concurrency, as phase d's search)
 #                                                  with the SLO as --goodput, then accept
@@ -41,9 +43,9 @@ fi
 PY=${PY:-python3}; ST="$PY -m seatrial.cli.app"
 B=$PWD/.llamacpp-build; L=$B/src; mkdir -p "$B"
 { date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1; nproc; } > "$R/host.txt"
-if [ -z "${BIN:-}" ] && [ ! -x "$L/build/bin/llama-server" ] && [ -s .llamacpp-bin/llama-server.xz ]; then
-  mkdir -p "$L/build/bin" "$L/models"  # a binary an earlier call built and sent back (carried): no build
-  xz -dc .llamacpp-bin/llama-server.xz > "$L/build/bin/llama-server" && chmod +x "$L/build/bin/llama-server"
+if [ -z "${BIN:-}" ] && [ ! -x "$L/build/bin/llama-server" ] && ls .llamacpp-bin/llama-server.xz* > /dev/null 2>&1; then
+  mkdir -p "$L/build/bin" "$L/models"  # a binary an earlier call built and sent back in parts (carried): no build
+  cat $(ls .llamacpp-bin/llama-server.xz* | sort) | xz -dc > "$L/build/bin/llama-server" && chmod +x "$L/build/bin/llama-server"
   [ -f "$L/models/ggml-vocab-llama-bpe.gguf" ] || tar -xzf .llamacpp-src/llama.cpp-src.tar.gz -C "$L" ./models/ggml-vocab-llama-bpe.gguf ./gguf-py
   echo "llama-server from the carried binary" | tee "$R/build_time.txt"
 fi
@@ -63,7 +65,8 @@ if [ -z "${BIN:-}" ]; then
     echo "build rc $rc in $(( $(date +%s) - start )) s (GGML_CUDA_FA=${CUDA_FA:-ON})" | tee "$R/build_time.txt"
     tail -c 4000 "$R/build.log" > "$R/build_tail.txt" 2>/dev/null; rm -f "$R/build.log"
     (( rc == 0 )) || exit 5
-    xz -T16 -6 -c "$BIN" > "$OUT/llama-server.xz"; ls -la "$BIN" "$OUT/llama-server.xz" >> "$R/build_time.txt"
+    # back in parts under the 16 MiB a returned file may have (cat them in order into .llamacpp-bin/ to carry)
+    xz -T16 -6 -c "$BIN" | split -b 15M - "$OUT/llama-server.xz."; ls -la "$BIN" "$OUT"/llama-server.xz.* >> "$R/build_time.txt"
   else
     echo "llama-server already built (kept from an earlier call)" | tee "$R/build_time.txt"
   fi
@@ -171,16 +174,22 @@ phase_d() {  # the single user's latency at the capacity workload, then capacity
     --precision ${CAP_PRECISION:-0.25} ${CAP_MAXREQ:+--max-probe-requests $CAP_MAXREQ} --time-budget ${CAP_BUDGET:-100s} --out "$R/capacity" --json "$R/capacity.json" \
     > "$R/capacity.txt" 2>&1; echo "capacity exit $?" >> "$R/capacity.txt"
 }
-phase_e() {  # the referee: long steady bench levels at REF (x the replica capacity CAP req/s), then accept
-  PAR=$CPAR CTX=$CCTX serve server_e.log --cache-ram 0 || exit 6
+referee() {  # long steady bench levels at REF x the capacity CAP (req/s, or users with CAP_MODE=concurrency),
+  # the SLO as --goodput; a closed level measures at least 10 x its users (REF_N) after 2 x its users (REF_W)
   for f in ${REF:-0.9 1.1}; do
-    local at load
+    local at load n w
     if [ "${CAP_MODE:-rate}" = rate ]; then at=$($PY -c "print(round($f * ${CAP:?the replica capacity}, 3))"); load="--rate $at"
-    else at=$($PY -c "print(round($f * ${CAP:?the replica capacity}))"); load="--concurrency $at"; fi
-    step ${REF_S:-120} $ST bench --url $U $CAPW $load --requests ${REF_N:-1500} --warmup ${REF_W:-300} \
+      n=${REF_N:-1500}; w=${REF_W:-300}
+    else at=$($PY -c "print(round($f * ${CAP:?the replica capacity}))"); load="--concurrency $at"
+      n=$(( ${REF_N:-1500} > 10 * at ? ${REF_N:-1500} : 10 * at )); w=$(( ${REF_W:-300} > 2 * at ? ${REF_W:-300} : 2 * at )); fi
+    step ${REF_S:-120} $ST bench --url $U $CAPW $load --requests $n --warmup $w \
       --goodput $SLO --gpu-telemetry --out "$R/ref-$f" --json "$R/ref-$f.json" > "$R/ref-$f.txt" 2>&1
-    echo "bench exit $? ($load = $f x $CAP)" >> "$R/ref-$f.txt"
+    echo "bench exit $? ($load = $f x $CAP, $n requests after $w)" >> "$R/ref-$f.txt"
   done
+}
+phase_e() {  # the referee on a fresh server, then accept
+  PAR=$CPAR CTX=$CCTX serve server_e.log --cache-ram 0 || exit 6
+  referee
   unserve; tail -30 "$R/server_e.log" > "$R/server_e_tail.txt"; rm -f "$R/server_e.log"
   if (( DEADLINE - $(date +%s) > 90 )); then
     PAR=64 CTX=131072 serve server_acc.log || exit 6
@@ -192,17 +201,31 @@ phase_e() {  # the referee: long steady bench levels at REF (x the replica capac
     echo "accept skipped: too little of the call left" | tee "$R/accept.txt"
   fi
 }
+phase_g() {  # issue 38 at 64+ in flight: one user, then a closed-loop capacity search on one server of CPAR slots,
+  # then the referee around its bound with what is left of the call (phase e on a fresh server otherwise)
+  PAR=$CPAR CTX=$CCTX serve server_g.log --cache-ram 0 || exit 6
+  step 40 $ST bench --url $U $CAPW --concurrency 1 --requests 32 --warmup 4 --out "$R/single" \
+    --json "$R/single.json" > "$R/single.txt" 2>&1; echo "bench exit $?" >> "$R/single.txt"
+  step ${CAP_S:-300} $ST capacity --url $U $CAPW --slo $SLO --attainment ${ATTAIN:-0.9} --mode concurrency \
+    --start ${CAP_START:-32} --max-rate ${CAP_MAX:-512} --precision ${CAP_PRECISION:-0.25} \
+    --max-probe-requests ${CAP_MAXREQ:-6000} --time-budget ${CAP_BUDGET:-280s} --out "$R/capacity" \
+    --json "$R/capacity.json" > "$R/capacity.txt" 2>&1; echo "capacity exit $?" >> "$R/capacity.txt"
+  CAP=${CAP:-$($PY -c "import json; print(json.load(open('$R/capacity.json'))['capacity']['concurrency'] or '')" 2>/dev/null)}
+  if [ -n "$CAP" ]; then CAP_MODE=concurrency referee; else echo "no bound to referee" | tee "$R/ref.txt"; fi
+  unserve; tail -30 "$R/server_g.log" > "$R/server_g_tail.txt"; rm -f "$R/server_g.log"
+}
 case $PHASE in
   a) phase_a ;;
   b) phase_b ;;
   c) REQ=${REQ_C:-32} phase_a; phase_b ;;  # one call for both: a shorter bench, then b
   d) step 60 $ST hw --trials inventory --json "$R/hw.json" > "$R/hw.txt" 2>&1; phase_d ;;
   e) phase_e ;;
+  g) phase_g ;;
   f) PAR=64 CTX=131072 serve server_acc.log || exit 6  # accept alone (prefix-cache after the BOS fix)
      step 200 $ST accept --url $U --profile evidence/h200-llamacpp/accept_profile.yaml \
        --trials ${ACCEPT_TRIALS:-basic,prefix-cache} --out "$R/accept" --json "$R/accept.json" > "$R/accept.txt" 2>&1
      echo "accept exit $?" >> "$R/accept.txt"; unserve; tail -30 "$R/server_acc.log" > "$R/server_acc_tail.txt"
      rm -f "$R/server_acc.log" ;;
 esac
-for d in single ladder capacity accept ref-0.9 ref-1.1; do find "$R/$d" -name requests.jsonl -exec gzip {} + 2>/dev/null; done
+find "$R" -name requests.jsonl -exec gzip {} + 2>/dev/null
 echo "phase $PHASE done in $(( $(date +%s) - T0 )) s" | tee "$R/phase.txt"
