@@ -49,6 +49,7 @@ def accept(
         raise ConfigError("--trials names no trial; leave it out to run the profile's")
     from seatrial.load.config import ObserveConfig
     from seatrial.load.settings import BenchSettings, ClientSettings
+    from seatrial.runs.result import read_trials
     from seatrial.trials import run_accept
 
     chosen = settings_from(BenchSettings, settings)
@@ -72,7 +73,7 @@ def accept(
     emit_json(json_path, summary)
     if check is not None and check.verdict == "FAIL":
         raise typer.Exit(1)
-    verdict_exit(summary["trials"], parse_name_list(require))
+    verdict_exit(read_trials(summary["trials"]), parse_name_list(require))
 
 
 def show(summary: dict[str, Any], out_dir: Path | None) -> PlanCheck | None:

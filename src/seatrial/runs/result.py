@@ -9,6 +9,7 @@ not about one GPU; ``reason`` (all reasons in one line) is present only when the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import (
@@ -91,3 +92,8 @@ class TrialResult(BaseModel):
 def because(reason: str | None) -> list[str]:
     """``reasons`` from one sentence, or none."""
     return [reason] if reason else []
+
+
+def read_trials(rows: Iterable[dict[str, Any]]) -> list[TrialResult]:
+    """A summary.json's trial rows read back as results (what judging and the stages read)."""
+    return [TrialResult.model_validate(r) for r in rows]

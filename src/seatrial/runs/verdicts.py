@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from enum import Enum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from seatrial.runs.table import Table
 
@@ -47,26 +47,10 @@ def _matches(name: str, wanted: str) -> bool:
     return name == wanted or name.startswith(wanted + ".")
 
 
-class _Row(NamedTuple):
-    """What judging reads of a trial: a TrialResult's or its summary.json row's."""
-
-    name: str
-    gpu: int | None
-    verdict: Verdict
-    reason: str | None
-    node: str | None
-
-
-def _row(t: TrialResult | dict[str, Any]) -> _Row:
-    if not isinstance(t, dict):
-        return _Row(t.name, t.gpu, Verdict(t.verdict), t.reason, t.node)
-    reason = t.get("reason") or ("; ".join(t["reasons"]) if t.get("reasons") else None)
-    return _Row(str(t["name"]), t.get("gpu"), Verdict(t["verdict"]), reason, t.get("node"))
-
-
-def judge_run(trials: Iterable[TrialResult | dict[str, Any]], require: Iterable[str] = ()) -> dict[str, Any]:
-    """``{"passed", "not_measured", "counts", "missing_required", "exit_code"}`` of a run's trials."""
-    rows = [_row(t) for t in trials]
+def judge_run(trials: Iterable[TrialResult], require: Iterable[str] = ()) -> dict[str, Any]:
+    """``{"passed", "not_measured", "counts", "missing_required", "exit_code"}`` of a run's trials (a summary.json's
+    rows read back with :func:`seatrial.runs.result.read_trials`)."""
+    rows = list(trials)
     counts = Counter(t.verdict.value for t in rows)
     not_measured = [
         {"name": t.name, "gpu": t.gpu, "verdict": t.verdict.value, "reason": t.reason}
@@ -108,7 +92,7 @@ def counts_line(counts: dict[str, int]) -> str:
 VERDICT_FIELDS = ("passed", "not_measured", "counts", "missing_required")
 
 
-def verdict_fields(trials: Iterable[TrialResult | dict[str, Any]], require: Iterable[str] = ()) -> dict[str, Any]:
+def verdict_fields(trials: Iterable[TrialResult], require: Iterable[str] = ()) -> dict[str, Any]:
     """``passed``, ``not_measured``, ``counts`` and ``missing_required`` of a run's trials, for its summary."""
     judged = judge_run(trials, require)
     return {k: judged[k] for k in VERDICT_FIELDS}

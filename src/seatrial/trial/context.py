@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seatrial.server.serve import Serve
 from seatrial.trial.plan import Candidate, TrialPlan
+
+if TYPE_CHECKING:
+    from seatrial.runs.result import TrialResult
 
 Log = Callable[[str], None]
 
@@ -71,8 +74,8 @@ class TrialContext:
         return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, keep))} if keep is not None else {}
 
 
-def judged(rows: list[Any], what: str) -> Outcome:
-    """A stage's verdict from its trials' rows (TrialResult or summary.json rows): PASS when they passed,
+def judged(rows: list[TrialResult], what: str) -> Outcome:
+    """A stage's verdict from its trials' results (a summary.json's rows through ``read_trials``): PASS when they passed,
     UNAVAILABLE when nothing was measured (not a FAIL: the trial goes on, said), else the worst blocking word."""
     from seatrial.runs.verdicts import BLOCKING, NOTHING_MEASURED_EXIT, counts_line, judge_run
 

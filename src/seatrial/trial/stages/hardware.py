@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from seatrial.runs.folder import record
+from seatrial.runs.result import TrialResult, read_trials
 from seatrial.trial.context import Outcome, TrialContext, judged
 from seatrial.trial.plan import RayNodes
 
@@ -20,7 +21,7 @@ def run(ctx: TrialContext) -> Outcome:
         from seatrial.hw.fleet import run_hw_ray
 
         summary = run_hw_ray(nodes.ray, cfg)
-        rows = [t for n in summary["nodes"] for t in n["trials"]] + summary["fleet"]
+        rows = read_trials([t for n in summary["nodes"] for t in n["trials"]] + summary["fleet"])
         failed: list[int] = []  # on several nodes no one CUDA_VISIBLE_DEVICES holds: named, not applied
         indices: list[int] = []
     else:
@@ -28,8 +29,8 @@ def run(ctx: TrialContext) -> Outcome:
 
         hw = run_hw(cfg)
         summary = hw.report.to_json()
-        rows = summary["trials"]
-        failed = sorted({t["gpu"] for t in rows if t["verdict"] == "FAIL" and t.get("gpu") is not None})
+        rows = list(hw.report.trials)
+        failed = sorted({t.gpu for t in rows if t.verdict == "FAIL" and t.gpu is not None})
         indices = [g.index for g in hw.report.gpus]
     record(ctx.folder("hardware"), "hw", cfg.model_dump(mode="json"), summary)
     out = judged(rows, "hw")
@@ -41,8 +42,8 @@ def run(ctx: TrialContext) -> Outcome:
     return out
 
 
-def _data(rows: list[dict[str, Any]], failed: list[int], indices: list[int]) -> dict[str, Any]:
-    data: dict[str, Any] = {"verdicts": {t["name"] + (f"@{t['gpu']}" if t.get("gpu") is not None else ""): t["verdict"]
+def _data(rows: list[TrialResult], failed: list[int], indices: list[int]) -> dict[str, Any]:
+    data: dict[str, Any] = {"verdicts": {t.name + (f"@{t.gpu}" if t.gpu is not None else ""): t.verdict.value
                                          for t in rows}}  # fmt: skip
     if failed:
         data["usable_gpus"] = [g for g in indices if g not in failed]

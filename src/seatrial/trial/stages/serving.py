@@ -38,6 +38,7 @@ def run(ctx: TrialContext) -> Outcome:
 
 
 def _one(ctx: TrialContext, cand: Candidate) -> dict[str, Any]:
+    from seatrial.runs.result import read_trials
     from seatrial.trials import run_accept
 
     st = ctx.plan.stages.serving
@@ -52,7 +53,7 @@ def _one(ctx: TrialContext, cand: Candidate) -> dict[str, Any]:
     try:
         summary = run_accept(server.url, profile=st.profile, trials=st.trials, scale=st.scale,
                              out_dir=folder / "accept")  # fmt: skip
-        verdict = judged(summary["trials"], "accept")
+        verdict = judged(read_trials(summary["trials"]), "accept")
     except SeatrialError as exc:
         return {"verdict": "FAIL", "line": f"accept did not run: {brief(exc)}", "startup_s": server.ready_s}
     finally:
