@@ -282,6 +282,20 @@ MUTATIONS = (
         "            pass",
         ("tests/trial/test_plan.py::test_a_bad_plan_is_exit_2_naming_the_key_before_any_folder",),
     ),
+    Mutation(
+        "capacity's limit is read at the first load above the capacity, though every request there held the SLO",
+        "capacity/limits.py",
+        "    broken = [p for p in above if _kv_pressed(p) or _fell_short(p, target)]",
+        "    broken = above",
+        ("tests/capacity/test_limits.py",),
+    ),
+    Mutation(
+        "the trial's diagnosis names an accept trial the engine does not support as a serving symptom",
+        "trial/diagnosis.py",
+        "            if t.verdict not in BLOCKING:",
+        '            if t.verdict in ("PASS", "UNAVAILABLE"):',
+        ("tests/trial/test_diagnosis.py",),
+    ),
 )
 
 
