@@ -88,11 +88,13 @@ def test_bench_c1_c4_complete_run_folder(vllm_server: LocalEngine, tmp_path: Pat
         # the engine's own latency histograms cover exactly those requests (and their tokens)
         assert srv["ttft_count"] == srv["e2e_count"] == srv["tpot_count"] == n
         assert srv["itl_count"] == n * 31
-        # the engine sees less than the client: its clock stops before the HTTP stream leaves the server
-        assert (
-            0 < srv["ttft_ms_mean"] <= lv["ttft_ms"]["mean"]
-            and 0 < srv["e2e_ms_mean"] <= lv["e2e_ms"]["mean"]
-        )
+        # the engine sees less than the client: its clock stops before the HTTP stream leaves the server.
+        # Compared over the same n requests (the level's measured ones and its finished cool-down's): the
+        # client's mean over the measured alone fell under the engine's over all n in a CI run (163.7 ms
+        # against 172.0 at C=4: the cool-down's requests ran longer)
+        ours = [r for r in measured if r["level"] == lv["index"]] + extra
+        for key in ("ttft_ms", "e2e_ms"):
+            assert 0 < srv[f"{key}_mean"] <= sum(r[key] for r in ours) / n, (key, srv[f"{key}_mean"], n)
     assert "client / engine" in result.output
     scrapes = read_jsonl(out / "server_metrics.jsonl")
     assert {s["level"] for s in scrapes} == {0, 1} and all("kv_cache_usage" in s for s in scrapes)
