@@ -63,12 +63,13 @@ def fleet_run(
     """``hw --ray``: every node's sheet, the fleet view, one run folder; exits with their verdicts."""
     from seatrial.hw import HwReport
     from seatrial.hw.fleet import run_hw_ray
-    from seatrial.runs import TrialResult, counts_line
+    from seatrial.runs import counts_line
+    from seatrial.runs.result import read_trials
     from seatrial.runs.verdicts import verdict_fields
 
     summary = run_hw_ray(address, cfg, nodes, margin)
-    rows = [TrialResult.model_validate(t) for n in summary["nodes"] for t in n["trials"]]
-    fleet = [TrialResult.model_validate(t) for t in summary["fleet"]]
+    rows = read_trials(t for n in summary["nodes"] for t in n["trials"])
+    fleet = read_trials(summary["fleet"])
     for n in summary["nodes"]:
         console.print(f"node {n['node'][:12]} ({n['hostname']} {n['address']})", highlight=False)
         out.print(hw_sheet(HwReport.from_json(n)))
